@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Installs everything scx_sky needs to build and to boot its test VM on a
+# Debian 12 (bookworm) machine. Idempotent: a second run only checks.
+#
+#   - clang-19/llvm-19 from bookworm (scx_cargo needs clang >= 18 for BPF)
+#   - libelf/zlib/zstd headers for libbpf-sys, pkg-config
+#   - qemu-system-x86 and a static busybox for the VM test bed
+#   - the trixie-backports suite, pinned to priority 1, so that
+#     `cargo xtask kernel` can `apt-get download` a sched_ext kernel without
+#     anything else on the machine being upgraded from it
+set -euo pipefail
+
+need_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup.sh: must run as root (it calls apt-get)" >&2
+		exit 1
+	fi
+}
+
+# The mirror URI this machine already uses for Debian; reused for the
+# backports suite so that no host name is written into the project.
+debian_uri() {
+	local uri=""
+	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+		uri=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources)
+	fi
+	if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+		uri=$(awk '$1 == "deb" && $0 !~ /security/ { print $2; exit }' /etc/apt/sources.list)
+	fi
+	if [ -z "$uri" ]; then
+		echo "setup.sh: cannot find the Debian mirror URI in /etc/apt" >&2
+		exit 1
+	fi
+	echo "$uri"
+}
+
+add_backports_suite() {
+	local list=/etc/apt/sources.list.d/scx-sky-trixie-backports.sources
+	local pin=/etc/apt/preferences.d/scx-sky-trixie-backports
+	if [ ! -f "$list" ]; then
+		cat >"$list" <<SRC
+Types: deb
+URIs: $(debian_uri)
+Suites: trixie-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+		APT_UPDATED=""
+	fi
+	if [ ! -f "$pin" ]; then
+		cat >"$pin" <<PIN
+# scx_sky: only used to download a sched_ext kernel; never install from it.
+Package: *
+Pin: release n=trixie-backports
+Pin-Priority: 1
+PIN
+	fi
+}
+
+APT_UPDATED=""
+apt_update_once() {
+	if [ -z "$APT_UPDATED" ]; then
+		apt-get update -qq
+		APT_UPDATED=1
+	fi
+}
+
+PACKAGES=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config
+	qemu-system-x86 busybox-static cpio xz-utils zstd)
+
+missing_packages() {
+	local p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+	done
+}
+
+main() {
+	need_root
+	add_backports_suite
+	local missing
+	missing=$(missing_packages)
+	if [ -n "$missing" ]; then
+		apt_update_once
+		# shellcheck disable=SC2086
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm $missing
+	fi
+	# The kernel download needs the backports package lists.
+	if ! apt-cache policy 2>/dev/null | grep -q 'trixie-backports'; then
+		apt_update_once
+	fi
+	if ! command -v cargo >/dev/null; then
+		echo "setup.sh: cargo not found; install Rust (rustup) first" >&2
+		exit 1
+	fi
+	rustup component add rustfmt clippy >/dev/null 2>&1 || true
+	echo "setup.sh: toolchain ready (clang-19, qemu, busybox)"
+}
+
+main "$@"

@@ -1,0 +1,130 @@
+//! Command line of `scx_sky`.
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "scx_sky",
+    version,
+    about = "sched_ext scheduler: SKY-1 cache affinity on cache-domain queues",
+    long_about = "scx_sky keeps each task on the CPU whose caches still hold its data \
+                  (SKY-1 last-CPU affinity with two-level decay thresholds) while never \
+                  leaving a CPU idle when work waits. Run as root on a kernel with \
+                  sched_ext (CONFIG_SCHED_CLASS_EXT=y); Ctrl-C or SIGTERM unloads it."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the policy presets compiled in from scheds/.
+    Policies,
+    /// Show the CPU topology and the decay thresholds derived from it.
+    Topology {
+        /// Cache refill rate per CPU, in MB/s (see --cache-fill-mbps).
+        #[arg(long, default_value_t = 1000)]
+        cache_fill_mbps: u64,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunOpts {
+    /// Policy: a preset name (sky1, vtime) or the path of a policy TOML file.
+    #[arg(short, long, default_value = "sky1")]
+    pub policy: String,
+
+    /// Core (L2) decay threshold in microseconds: a task off CPU longer
+    /// than this may move within its cache domain. Default: derived from
+    /// this machine's cache sizes.
+    #[arg(long, value_name = "US")]
+    pub decay_core_us: Option<u64>,
+
+    /// LLC decay threshold in microseconds: a task off CPU longer than this
+    /// may move to any CPU. Default: derived from cache sizes.
+    #[arg(long, value_name = "US")]
+    pub decay_llc_us: Option<u64>,
+
+    /// Rate at which one CPU refills a cache with new data, in MB/s; the
+    /// derived decay thresholds are cache size / (sharing CPUs x this rate).
+    #[arg(long, value_name = "MBPS", default_value_t = 1000)]
+    pub cache_fill_mbps: u64,
+
+    /// Time slice in microseconds (overrides the policy).
+    #[arg(long, value_name = "US")]
+    pub slice_us: Option<u64>,
+
+    /// Queued tasks a dispatch inspects for a cache-warm one, 1-32
+    /// (overrides the policy).
+    #[arg(long, value_name = "N")]
+    pub walk_depth: Option<u32>,
+
+    /// Print a statistics line every this many seconds; 0 prints none.
+    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 2.0)]
+    pub stats_interval: f64,
+
+    /// Exit after this many seconds (0: run until interrupted).
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub run_for: f64,
+
+    /// Size of the debug dump printed if the scheduler is ejected (0: default).
+    #[arg(long, default_value_t = 0)]
+    pub exit_dump_len: u32,
+
+    /// Log libbpf and verifier output.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Seconds given on the command line, checked: clap parses the number but
+/// not whether it is a usable duration.
+pub fn seconds(name: &str, value: f64) -> anyhow::Result<std::time::Duration> {
+    if !value.is_finite() || value < 0.0 || value > 1e9 {
+        anyhow::bail!("--{name} must be a number of seconds from 0 to 1e9, got {value}");
+    }
+    Ok(std::time::Duration::from_secs_f64(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_option_is_documented() {
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        for arg in cmd.get_arguments() {
+            if ["help", "version"].contains(&arg.get_id().as_str()) {
+                continue;
+            }
+            assert!(arg.get_help().is_some(), "--{} has no help", arg.get_id());
+        }
+    }
+
+    #[test]
+    fn options_parse_and_bad_values_are_named() {
+        let cli = Cli::try_parse_from(["scx_sky", "-p", "vtime", "--decay-core-us", "300"]).unwrap();
+        assert_eq!(cli.run.policy, "vtime");
+        assert_eq!(cli.run.decay_core_us, Some(300));
+        assert!(cli.command.is_none());
+        let err = Cli::try_parse_from(["scx_sky", "--walk-depth", "many"]).unwrap_err();
+        assert!(err.to_string().contains("--walk-depth"), "{err}");
+        assert!(matches!(
+            Cli::try_parse_from(["scx_sky", "policies"]).unwrap().command,
+            Some(Command::Policies)
+        ));
+    }
+
+    #[test]
+    fn durations_are_checked() {
+        assert_eq!(seconds("x", 1.5).unwrap().as_millis(), 1500);
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let e = seconds("stats-interval", bad).unwrap_err().to_string();
+            assert!(e.contains("--stats-interval"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! scx_sky: parses the command line and hands off. The scheduler lives in
+//! scheduler.rs, the BPF side in bpf/.
+
+mod bpf;
+mod cli;
+mod scheduler;
+mod stats;
+
+use anyhow::Result;
+use clap::Parser;
+use cli::{Cli, Command};
+use scheduler::Scheduler;
+use sky_topology::{format_cpulist, Topology};
+use std::mem::MaybeUninit;
+use std::sync::atomic::Ordering;
+
+fn main() {
+    let cli = Cli::parse();
+    let level = if cli.run.verbose {
+        simplelog::LevelFilter::Debug
+    } else {
+        simplelog::LevelFilter::Info
+    };
+    let _ = simplelog::TermLogger::init(
+        level,
+        simplelog::ConfigBuilder::new()
+            .set_time_level(simplelog::LevelFilter::Error)
+            .set_target_level(simplelog::LevelFilter::Off)
+            .set_thread_level(simplelog::LevelFilter::Off)
+            .build(),
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Never,
+    );
+    if let Err(e) = dispatch(cli) {
+        eprintln!("scx_sky: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.command {
+        None => run_scheduler(&cli.run),
+        Some(Command::Policies) => {
+            for name in sky_policy::preset_names() {
+                let p = sky_policy::Policy::load(name)?;
+                println!("{:<8} {}", p.name, p.description);
+            }
+            Ok(())
+        }
+        Some(Command::Topology { cache_fill_mbps }) => show_topology(cache_fill_mbps),
+    }
+}
+
+/// Loads the scheduler and keeps it running, reloading when the kernel
+/// asks for a restart (e.g. a CPU came online in an unknown cache domain).
+fn run_scheduler(opts: &cli::RunOpts) -> Result<()> {
+    let shutdown = scheduler::shutdown_flag()?;
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        let mut sched = Scheduler::init(opts, &mut open_object)?;
+        let exit = sched.run(&shutdown)?;
+        if shutdown.load(Ordering::Relaxed) || !exit.should_restart() {
+            return Ok(());
+        }
+        log::info!("restarting at the kernel's request");
+    }
+}
+
+fn show_topology(cache_fill_mbps: u64) -> Result<()> {
+    let topo = Topology::from_host()?;
+    for (i, llc) in topo.llcs.iter().enumerate() {
+        let size = llc.size_bytes.map_or("size unknown".into(), |s| format!("{} KiB", s >> 10));
+        println!("llc {i}: cpus {} ({size})", format_cpulist(&llc.cpus));
+    }
+    let t = topo.decay_thresholds(cache_fill_mbps.saturating_mul(1_000_000).max(1));
+    println!("decay thresholds: core {} us, llc {} us", t.core_ns / 1000, t.llc_ns / 1000);
+    Ok(())
+}

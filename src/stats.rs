@@ -1,0 +1,158 @@
+//! BPF statistics: per-CPU counters summed here, and the derived figures
+//! (last-CPU share, mean walk depth, mean wait) shown to users.
+
+use crate::bpf::{intf, STAT_INFO};
+use anyhow::{bail, Context, Result};
+use libbpf_rs::{MapCore, MapFlags};
+use std::fmt::Write;
+
+const NR_STATS: usize = intf::sky_stat_idx_SKY_NR_STATS as usize;
+const _: () = assert!(STAT_INFO.len() == NR_STATS, "build.rs missed a stat");
+
+/// Counter totals over all CPUs, in `enum sky_stat_idx` order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counters(pub [u64; NR_STATS]);
+
+impl Counters {
+    /// Sums the per-CPU rows of the `sky_stats` map.
+    pub fn read(map: &impl MapCore) -> Result<Self> {
+        let rows = map
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the sky_stats map")?
+            .context("sky_stats has no entry 0")?;
+        Self::sum_rows(rows.iter().map(|r| r.as_slice()))
+    }
+
+    /// Sums raw per-CPU rows, each `NR_STATS` native-endian u64s.
+    pub fn sum_rows<'a>(rows: impl Iterator<Item = &'a [u8]>) -> Result<Self> {
+        let mut total = [0u64; NR_STATS];
+        for row in rows {
+            if row.len() < NR_STATS * 8 {
+                bail!("per-CPU stats row is {} bytes, expected {}", row.len(), NR_STATS * 8);
+            }
+            for (sum, chunk) in total.iter_mut().zip(row.chunks_exact(8)) {
+                *sum = sum.wrapping_add(u64::from_ne_bytes(chunk.try_into().unwrap()));
+            }
+        }
+        Ok(Counters(total))
+    }
+
+    pub fn get(&self, idx: u32) -> u64 {
+        self.0[idx as usize]
+    }
+
+    /// Counts since `earlier` (counters only grow; a restart resets them).
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        let mut d = [0u64; NR_STATS];
+        for (i, v) in d.iter_mut().enumerate() {
+            *v = self.0[i].saturating_sub(earlier.0[i]);
+        }
+        Counters(d)
+    }
+
+    /// Share of runs, among tasks that had run before, that landed on the
+    /// CPU the task last ran on. `None` before any such run.
+    pub fn last_cpu_share(&self) -> Option<f64> {
+        let hits = self.get(intf::sky_stat_idx_SKY_STAT_LAST_CPU_HITS);
+        let moves = self.get(intf::sky_stat_idx_SKY_STAT_MOVES_IN_LLC)
+            + self.get(intf::sky_stat_idx_SKY_STAT_MOVES_ACROSS_LLC);
+        ratio(hits, hits + moves)
+    }
+
+    pub fn mean_walk_depth(&self) -> Option<f64> {
+        ratio(
+            self.get(intf::sky_stat_idx_SKY_STAT_WALK_STEPS),
+            self.get(intf::sky_stat_idx_SKY_STAT_WALKS),
+        )
+    }
+
+    pub fn mean_wait_us(&self) -> Option<f64> {
+        ratio(
+            self.get(intf::sky_stat_idx_SKY_STAT_WAIT_NS),
+            self.get(intf::sky_stat_idx_SKY_STAT_DISPATCHES),
+        )
+        .map(|ns| ns / 1000.0)
+    }
+
+    /// One line: the derived figures, then every counter as name=value.
+    pub fn line(&self) -> String {
+        let mut s = String::new();
+        let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
+        let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        let _ = write!(
+            s,
+            "last_cpu_share={} mean_walk={} mean_wait_us={}",
+            pct(self.last_cpu_share()),
+            num(self.mean_walk_depth()),
+            num(self.mean_wait_us())
+        );
+        for ((name, _), value) in STAT_INFO.iter().zip(self.0.iter()) {
+            let _ = write!(s, " {name}={value}");
+        }
+        s
+    }
+}
+
+fn ratio(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+/// The counter list for `--help`: every name and what it counts.
+pub fn describe() -> String {
+    STAT_INFO
+        .iter()
+        .map(|(name, help)| format!("  {name:<20} {help}\n"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(values: &[(u32, u64)]) -> Vec<u8> {
+        let mut r = [0u64; NR_STATS];
+        for (idx, v) in values {
+            r[*idx as usize] = *v;
+        }
+        r.iter().flat_map(|v| v.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn names_come_from_the_header_in_enum_order() {
+        assert_eq!(STAT_INFO[intf::sky_stat_idx_SKY_STAT_DISPATCHES as usize].0, "dispatches");
+        assert_eq!(
+            STAT_INFO[intf::sky_stat_idx_SKY_STAT_LAST_CPU_HITS as usize].0,
+            "last_cpu_hits"
+        );
+        assert!(STAT_INFO.iter().all(|(_, help)| !help.is_empty()));
+    }
+
+    #[test]
+    fn rows_are_summed_and_shares_derived() {
+        use intf::*;
+        let a = row(&[(sky_stat_idx_SKY_STAT_LAST_CPU_HITS, 9), (sky_stat_idx_SKY_STAT_WALKS, 2)]);
+        let b = row(&[
+            (sky_stat_idx_SKY_STAT_LAST_CPU_HITS, 9),
+            (sky_stat_idx_SKY_STAT_MOVES_IN_LLC, 1),
+            (sky_stat_idx_SKY_STAT_MOVES_ACROSS_LLC, 1),
+            (sky_stat_idx_SKY_STAT_WALK_STEPS, 6),
+        ]);
+        let c = Counters::sum_rows([a.as_slice(), b.as_slice()].into_iter()).unwrap();
+        assert_eq!(c.get(sky_stat_idx_SKY_STAT_LAST_CPU_HITS), 18);
+        assert_eq!(c.last_cpu_share(), Some(0.9));
+        assert_eq!(c.mean_walk_depth(), Some(3.0));
+        assert_eq!(c.mean_wait_us(), None);
+        let line = c.line();
+        assert!(line.starts_with("last_cpu_share=90.0% mean_walk=3.00 mean_wait_us=-"), "{line}");
+        assert!(line.contains(" last_cpu_hits=18 "), "{line}");
+    }
+
+    #[test]
+    fn deltas_and_short_rows() {
+        let one = Counters::sum_rows([row(&[(0, 5)]).as_slice()].into_iter()).unwrap();
+        let two = Counters::sum_rows([row(&[(0, 8)]).as_slice()].into_iter()).unwrap();
+        assert_eq!(two.since(&one).get(0), 3);
+        assert_eq!(one.since(&two).get(0), 0, "a reset never goes negative");
+        assert!(Counters::sum_rows([[0u8; 8].as_slice()].into_iter()).is_err());
+    }
+}

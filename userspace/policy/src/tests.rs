@@ -1,0 +1,90 @@
+use super::*;
+
+#[test]
+fn every_preset_parses_and_is_named_after_its_file() {
+    for (name, _) in PRESETS {
+        let p = Policy::load(name).unwrap();
+        assert_eq!(p.name, name);
+        assert!(!p.description.is_empty());
+    }
+    assert!(Policy::load("sky1").unwrap().affinity);
+    assert!(!Policy::load("vtime").unwrap().affinity);
+}
+
+#[test]
+fn presets_differ_only_in_affinity_knobs() {
+    // The baseline must keep everything that is not SKY-1 equal, or a
+    // comparison measures more than affinity.
+    let sky1 = Policy::load("sky1").unwrap();
+    let vtime = Policy::load("vtime").unwrap();
+    assert_eq!(sky1.slice_us, vtime.slice_us);
+    assert_eq!(sky1.sleeper_credit_us, vtime.sleeper_credit_us);
+    assert_eq!(sky1.starve_ms, vtime.starve_ms);
+}
+
+#[test]
+fn derived_thresholds_fill_in_and_overrides_win() {
+    let p = Policy::load("sky1").unwrap();
+    let k = p.resolve(&Overrides::default(), 300_000, 2_000_000).unwrap();
+    assert_eq!((k.decay_core_ns, k.decay_llc_ns), (300_000, 2_000_000));
+    assert_eq!(k.slice_ns, p.slice_us * 1000);
+    assert_eq!(k.starve_ns, p.starve_ms * 1_000_000);
+
+    let over = Overrides {
+        decay_core_us: Some(100),
+        slice_us: Some(2000),
+        walk_depth: Some(4),
+        ..Default::default()
+    };
+    let k = p.resolve(&over, 300_000, 2_000_000).unwrap();
+    assert_eq!(k.decay_core_ns, 100_000);
+    assert_eq!(k.decay_llc_ns, 2_000_000);
+    assert_eq!(k.slice_ns, 2_000_000);
+    assert_eq!(k.walk_depth, 4);
+}
+
+#[test]
+fn bad_overrides_are_refused_by_name() {
+    let p = Policy::load("sky1").unwrap();
+    let err = |over: Overrides| format!("{:#}", p.resolve(&over, 300_000, 2_000_000).unwrap_err());
+    assert!(err(Overrides { walk_depth: Some(0), ..Default::default() }).contains("walk_depth"));
+    assert!(err(Overrides { slice_us: Some(10), ..Default::default() }).contains("slice_us"));
+    let inverted = Overrides {
+        decay_core_us: Some(5000),
+        decay_llc_us: Some(1000),
+        ..Default::default()
+    };
+    assert!(err(inverted).contains("must not exceed"));
+}
+
+#[test]
+fn bad_policy_files_name_the_problem() {
+    let base = PRESETS[0].1;
+    let typo = base.replace("walk_depth", "walk_dept");
+    let e = format!("{:#}", Policy::parse(&typo, "typo.toml").unwrap_err());
+    assert!(e.contains("typo.toml") && e.contains("walk_dept"), "{e}");
+
+    let huge = base.replace("slice_us = 5000", "slice_us = 5000000");
+    let e = format!("{:#}", Policy::parse(&huge, "huge.toml").unwrap_err());
+    assert!(e.contains("slice_us"), "{e}");
+
+    let e = format!("{:#}", Policy::parse("affinity = \"yes\"", "x").unwrap_err());
+    assert!(e.contains("policy x"), "{e}");
+
+    let e = format!("{:#}", Policy::load("nosuch").unwrap_err());
+    assert!(e.contains("nosuch") && e.contains("sky1"), "{e}");
+
+    let e = format!("{:#}", Policy::load("/nonexistent/p.toml").unwrap_err());
+    assert!(e.contains("/nonexistent/p.toml"), "{e}");
+}
+
+#[test]
+fn policy_files_load_by_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mine.toml");
+    let text = PRESETS[0].1.replace("name = \"sky1\"", "name = \"mine\"") + "decay_core_us = 250\n";
+    std::fs::write(&path, text).unwrap();
+    let p = Policy::load(path.to_str().unwrap()).unwrap();
+    assert_eq!(p.name, "mine");
+    assert_eq!(p.decay_core_us, Some(250));
+}

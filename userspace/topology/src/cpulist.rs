@@ -1,0 +1,53 @@
+//! The kernel's CPU list format: `0-3,8,10-11`.
+
+use anyhow::{bail, Context, Result};
+
+/// Parses a CPU list into sorted, de-duplicated CPU ids. An empty string is
+/// an empty list (sysfs writes that for, e.g., no offline CPUs).
+pub fn parse_cpulist(text: &str) -> Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let num = |s: &str| -> Result<usize> {
+            s.trim()
+                .parse()
+                .with_context(|| format!("{s:?} in CPU list {text:?} is not a CPU number"))
+        };
+        match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (num(lo)?, num(hi)?);
+                if lo > hi {
+                    bail!("range {part:?} in CPU list {text:?} runs backwards");
+                }
+                if hi - lo >= 1 << 16 {
+                    bail!("range {part:?} in CPU list {text:?} is implausibly large");
+                }
+                cpus.extend(lo..=hi);
+            }
+            None => cpus.push(num(part)?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Formats sorted CPU ids back into the compact kernel form.
+pub fn format_cpulist(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}

@@ -1,0 +1,224 @@
+//! CPU topology as scx_sky needs it: which CPUs exist and are online, which
+//! are SMT siblings, which share a last-level cache (LLC), and how big the
+//! caches are. Read from sysfs under a configurable root so tests can feed
+//! recorded trees.
+
+mod cpulist;
+mod decay;
+
+pub use cpulist::{format_cpulist, parse_cpulist};
+pub use decay::{DecayThresholds, DEFAULT_FILL_BYTES_PER_SEC};
+
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One cache as described by `cpuN/cache/indexM`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    pub level: u32,
+    pub size_bytes: u64,
+    /// CPUs sharing this cache, sorted.
+    pub shared_cpus: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cpu {
+    pub id: usize,
+    pub online: bool,
+    /// SMT siblings including this CPU, sorted; empty when offline.
+    pub siblings: Vec<usize>,
+    /// Index into [`Topology::llcs`]; `None` when it cannot be known (offline).
+    pub llc: Option<usize>,
+    /// Largest cache private to this CPU's core (shared only by SMT siblings).
+    pub core_cache: Option<Cache>,
+}
+
+/// A last-level-cache domain: CPUs that share the LLC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlcDomain {
+    pub cpus: Vec<usize>,
+    /// `None` when sysfs has no cache information and the domain was taken
+    /// from the physical package instead.
+    pub size_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// Indexed by CPU id, covering every possible CPU.
+    pub cpus: Vec<Cpu>,
+    pub llcs: Vec<LlcDomain>,
+}
+
+impl Topology {
+    /// Reads the running machine's topology.
+    pub fn from_host() -> Result<Self> {
+        Self::from_sysfs(Path::new("/sys/devices/system/cpu"))
+    }
+
+    /// Reads the topology from a sysfs `devices/system/cpu` directory.
+    pub fn from_sysfs(root: &Path) -> Result<Self> {
+        let possible = parse_cpulist(&read_trimmed(&root.join("possible"))?)
+            .with_context(|| format!("parsing {}", root.join("possible").display()))?;
+        let online = parse_cpulist(&read_trimmed(&root.join("online"))?)
+            .with_context(|| format!("parsing {}", root.join("online").display()))?;
+        let nr_cpus = possible.iter().max().map_or(0, |m| m + 1);
+        if nr_cpus == 0 {
+            bail!("{} lists no CPU", root.join("possible").display());
+        }
+
+        let mut cpus = Vec::with_capacity(nr_cpus);
+        let mut llc_ids: BTreeMap<Vec<usize>, usize> = BTreeMap::new();
+        let mut llcs: Vec<LlcDomain> = Vec::new();
+        for id in 0..nr_cpus {
+            let is_online = online.contains(&id);
+            let dir = root.join(format!("cpu{id}"));
+            let mut cpu = Cpu {
+                id,
+                online: is_online,
+                siblings: Vec::new(),
+                llc: None,
+                core_cache: None,
+            };
+            if is_online {
+                cpu.siblings = read_siblings(&dir, id)?;
+                let caches = read_caches(&dir)?;
+                let (domain_cpus, size) = match caches.iter().max_by_key(|c| c.level) {
+                    Some(llc) => (llc.shared_cpus.clone(), Some(llc.size_bytes)),
+                    None => (package_cpus(root, &dir, &online)?, None),
+                };
+                cpu.core_cache = caches
+                    .iter()
+                    .filter(|c| c.shared_cpus.iter().all(|s| cpu.siblings.contains(s)))
+                    .max_by_key(|c| c.level)
+                    .cloned();
+                let next = llc_ids.len();
+                let idx = *llc_ids.entry(domain_cpus.clone()).or_insert(next);
+                if idx == llcs.len() {
+                    llcs.push(LlcDomain {
+                        cpus: domain_cpus,
+                        size_bytes: size,
+                    });
+                }
+                cpu.llc = Some(idx);
+            }
+            cpus.push(cpu);
+        }
+        Ok(Topology { cpus, llcs })
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    pub fn online_cpus(&self) -> impl Iterator<Item = &Cpu> {
+        self.cpus.iter().filter(|c| c.online)
+    }
+
+    /// True when some online CPU has an SMT sibling.
+    pub fn smt(&self) -> bool {
+        self.online_cpus().any(|c| c.siblings.len() > 1)
+    }
+
+    /// The decay thresholds implied by this machine's cache sizes.
+    pub fn decay_thresholds(&self, fill_bytes_per_sec: u64) -> DecayThresholds {
+        DecayThresholds::derive(self, fill_bytes_per_sec)
+    }
+}
+
+fn read_trimmed(path: &Path) -> Result<String> {
+    Ok(fs::read_to_string(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .trim()
+        .to_string())
+}
+
+fn read_siblings(dir: &Path, id: usize) -> Result<Vec<usize>> {
+    let path = dir.join("topology/thread_siblings_list");
+    match fs::read_to_string(&path) {
+        Ok(s) => parse_cpulist(s.trim()).with_context(|| format!("parsing {}", path.display())),
+        // Some virtual machines expose no topology directory: no SMT then.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![id]),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// The data and unified caches of one CPU (instruction caches do not hold
+/// the data SKY-1 is trying to keep warm).
+fn read_caches(dir: &Path) -> Result<Vec<Cache>> {
+    let cache_dir = dir.join("cache");
+    let Ok(entries) = fs::read_dir(&cache_dir) else {
+        return Ok(Vec::new());
+    };
+    let mut caches = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        let is_index = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("index"));
+        if !is_index || read_trimmed(&path.join("type"))? == "Instruction" {
+            continue;
+        }
+        let level_path = path.join("level");
+        let level = read_trimmed(&level_path)?
+            .parse()
+            .with_context(|| format!("parsing {}", level_path.display()))?;
+        let size_path = path.join("size");
+        let size_bytes = parse_size(&read_trimmed(&size_path)?)
+            .with_context(|| format!("parsing {}", size_path.display()))?;
+        let shared_path = path.join("shared_cpu_list");
+        let shared_cpus = parse_cpulist(&read_trimmed(&shared_path)?)
+            .with_context(|| format!("parsing {}", shared_path.display()))?;
+        caches.push(Cache {
+            level,
+            size_bytes,
+            shared_cpus,
+        });
+    }
+    Ok(caches)
+}
+
+/// Online CPUs of the same physical package: the LLC stand-in when sysfs
+/// describes no caches.
+fn package_cpus(root: &Path, dir: &Path, online: &[usize]) -> Result<Vec<usize>> {
+    let package_of = |cpu_dir: PathBuf| -> Option<String> {
+        fs::read_to_string(cpu_dir.join("topology/physical_package_id"))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let Some(mine) = package_of(dir.to_path_buf()) else {
+        return Ok(online.to_vec());
+    };
+    Ok(online
+        .iter()
+        .copied()
+        .filter(|c| package_of(root.join(format!("cpu{c}"))).as_deref() == Some(mine.as_str()))
+        .collect())
+}
+
+/// Parses sysfs cache sizes such as `32K`, `1024K`, `16M` or `512`.
+pub fn parse_size(text: &str) -> Result<u64> {
+    let text = text.trim();
+    let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => text.split_at(i),
+        None => (text, ""),
+    };
+    let value: u64 = digits
+        .parse()
+        .with_context(|| format!("cache size {text:?} does not start with a number"))?;
+    let scale = match unit {
+        "" | "B" => 1,
+        "K" | "KB" | "KiB" => 1 << 10,
+        "M" | "MB" | "MiB" => 1 << 20,
+        "G" | "GB" | "GiB" => 1 << 30,
+        other => bail!("cache size {text:?} has unknown unit {other:?}"),
+    };
+    value
+        .checked_mul(scale)
+        .with_context(|| format!("cache size {text:?} overflows"))
+}
+
+#[cfg(test)]
+mod tests;
