@@ -38,7 +38,10 @@ fn stat_table(header: &str) -> String {
             .trim_start_matches("/*")
             .trim_end_matches("*/")
             .trim();
-        assert!(!help.is_empty(), "stat SKY_STAT_{name} has no /* description */");
+        assert!(
+            !help.is_empty(),
+            "stat SKY_STAT_{name} has no /* description */"
+        );
         rows.push(format!("    ({:?}, {:?}),\n", name.to_lowercase(), help));
     }
     format!(

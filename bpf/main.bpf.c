@@ -174,11 +174,25 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 
 void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 {
+	sky_vtime_charge(p);
+}
+
+void BPF_STRUCT_OPS(sky_runnable, struct task_struct *p, u64 enq_flags)
+{
 	struct sky_task *tctx = sky_task_of(p);
 
-	sky_vtime_charge(p);
-	if (tctx)
-		tctx->last_ran_ns = scx_bpf_now();
+	if (!tctx)
+		return;
+	tctx->last_sleep_ns = sky_sleep_ns(tctx, scx_bpf_now());
+	tctx->slept_at_ns = 0;
+}
+
+void BPF_STRUCT_OPS(sky_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct sky_task *tctx = sky_task_of(p);
+
+	if (tctx && (deq_flags & SCX_DEQ_SLEEP))
+		tctx->slept_at_ns = scx_bpf_now();
 }
 
 /*
@@ -248,8 +262,10 @@ SCX_OPS_DEFINE(sky_ops,
 	       .select_cpu	= (void *)sky_select_cpu,
 	       .enqueue		= (void *)sky_enqueue,
 	       .dispatch	= (void *)sky_dispatch,
+	       .runnable	= (void *)sky_runnable,
 	       .running		= (void *)sky_running,
 	       .stopping	= (void *)sky_stopping,
+	       .quiescent	= (void *)sky_quiescent,
 	       .update_idle	= (void *)sky_update_idle,
 	       .cpu_online	= (void *)sky_cpu_online,
 	       .cpu_offline	= (void *)sky_cpu_offline,

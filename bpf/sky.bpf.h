@@ -17,8 +17,10 @@ char _license[] SEC("license") = "GPL";
 struct sky_task {
 	/* CPU the task last ran on; -1 before its first run. */
 	s32 last_cpu;
-	/* When the task last stopped running: its cache starts cooling here. */
-	u64 last_ran_ns;
+	/* When the task went to sleep; 0 while it is runnable. */
+	u64 slept_at_ns;
+	/* Length of its most recent sleep. */
+	u64 last_sleep_ns;
 	/* When the task was queued; 0 while it is not waiting in a queue. */
 	u64 queued_at_ns;
 };
@@ -41,10 +43,16 @@ static __always_inline struct sky_task *sky_task_of(const struct task_struct *p)
 	return bpf_task_storage_get(&sky_tasks, (struct task_struct *)p, 0, 0);
 }
 
-/* Time a task has been off CPU: how long its cached data had to decay. */
-static __always_inline u64 sky_away_ns(const struct sky_task *tctx, u64 now)
+/*
+ * How long the task slept before this wakeup: SKY-1's measure of how much of
+ * its cached data other tasks have overwritten. Before ops.runnable has run
+ * (i.e. in select_cpu) the sleep is still going on and is measured to now.
+ */
+static __always_inline u64 sky_sleep_ns(const struct sky_task *tctx, u64 now)
 {
-	return tctx->last_ran_ns && now > tctx->last_ran_ns ? now - tctx->last_ran_ns : 0;
+	if (tctx->slept_at_ns)
+		return now > tctx->slept_at_ns ? now - tctx->slept_at_ns : 0;
+	return tctx->last_sleep_ns;
 }
 
 /* A task that may run on any CPU: the only kind SKY-1 moves around. */

@@ -9,12 +9,12 @@
  * Dispatch: walk the domain queue in priority order (bounded) and take the
  *           first task that last ran here or whose cache has decayed; if
  *           none, take the highest-priority task.
- * Decay:    two levels. Off CPU longer than decay_core_ns, the private L2
+ * Decay:    two levels. Asleep longer than decay_core_ns, the private L2
  *           is cold: the task may move inside its LLC. Longer than
  *           decay_llc_ns, the LLC is cold too: it may move anywhere.
  *
- * "Off CPU" counts time queued as well as asleep: other tasks overwrite
- * the cache either way.
+ * As in the paper, decay is measured by sleep time: a task preempted and
+ * queued is still taken to be warm on its last CPU.
  */
 #ifndef __SKY_SKY1_BPF_H
 #define __SKY_SKY1_BPF_H
@@ -31,11 +31,11 @@ enum sky_decay {
 
 static __always_inline enum sky_decay sky1_decay(const struct sky_task *tctx, u64 now)
 {
-	u64 away = sky_away_ns(tctx, now);
+	u64 slept = sky_sleep_ns(tctx, now);
 
-	if (tctx->last_cpu < 0 || away >= sky_cfg.decay_llc_ns)
+	if (tctx->last_cpu < 0 || slept >= sky_cfg.decay_llc_ns)
 		return SKY_LLC_COLD;
-	if (away >= sky_cfg.decay_core_ns)
+	if (slept >= sky_cfg.decay_core_ns)
 		return SKY_CORE_COLD;
 	return SKY_WARM;
 }

@@ -25,9 +25,12 @@ struct {
 
 static __always_inline u32 sky_llc_of(s32 cpu)
 {
-	if (cpu < 0 || cpu >= SKY_MAX_CPUS)
+	u32 idx = (u32)cpu;
+
+	if (idx >= SKY_MAX_CPUS)
 		return SKY_LLC_UNKNOWN;
-	return cpu_llc[cpu];
+	/* The mask keeps the verifier sure of the bound (SKY_MAX_CPUS is 2^n). */
+	return cpu_llc[idx & (SKY_MAX_CPUS - 1)];
 }
 
 /* The queue of @llc; unknown domains share domain 0's queue. */

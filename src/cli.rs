@@ -107,14 +107,17 @@ mod tests {
 
     #[test]
     fn options_parse_and_bad_values_are_named() {
-        let cli = Cli::try_parse_from(["scx_sky", "-p", "vtime", "--decay-core-us", "300"]).unwrap();
+        let cli =
+            Cli::try_parse_from(["scx_sky", "-p", "vtime", "--decay-core-us", "300"]).unwrap();
         assert_eq!(cli.run.policy, "vtime");
         assert_eq!(cli.run.decay_core_us, Some(300));
         assert!(cli.command.is_none());
         let err = Cli::try_parse_from(["scx_sky", "--walk-depth", "many"]).unwrap_err();
         assert!(err.to_string().contains("--walk-depth"), "{err}");
         assert!(matches!(
-            Cli::try_parse_from(["scx_sky", "policies"]).unwrap().command,
+            Cli::try_parse_from(["scx_sky", "policies"])
+                .unwrap()
+                .command,
             Some(Command::Policies)
         ));
     }

@@ -69,10 +69,16 @@ fn run_scheduler(opts: &cli::RunOpts) -> Result<()> {
 fn show_topology(cache_fill_mbps: u64) -> Result<()> {
     let topo = Topology::from_host()?;
     for (i, llc) in topo.llcs.iter().enumerate() {
-        let size = llc.size_bytes.map_or("size unknown".into(), |s| format!("{} KiB", s >> 10));
+        let size = llc
+            .size_bytes
+            .map_or("size unknown".into(), |s| format!("{} KiB", s >> 10));
         println!("llc {i}: cpus {} ({size})", format_cpulist(&llc.cpus));
     }
     let t = topo.decay_thresholds(cache_fill_mbps.saturating_mul(1_000_000).max(1));
-    println!("decay thresholds: core {} us, llc {} us", t.core_ns / 1000, t.llc_ns / 1000);
+    println!(
+        "decay thresholds: core {} us, llc {} us",
+        t.core_ns / 1000,
+        t.llc_ns / 1000
+    );
     Ok(())
 }

@@ -75,12 +75,27 @@ impl<'a> Scheduler<'a> {
             None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
         )?;
         skel.struct_ops.sky_ops_mut().exit_dump_len = opts.exit_dump_len;
-        let rodata = skel.maps.rodata_data.as_mut().context("BPF object has no rodata")?;
+        let rodata = skel
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("BPF object has no rodata")?;
         rodata.nr_llcs = topo.llcs.len() as u32;
         for cpu in &topo.cpus {
-            rodata.cpu_llc[cpu.id] = cpu.llc.map_or(intf::sky_consts_SKY_LLC_UNKNOWN, |l| l as u32);
+            rodata.cpu_llc[cpu.id] = cpu
+                .llc
+                .map_or(intf::sky_consts_SKY_LLC_UNKNOWN, |l| l as u32);
         }
-        write_config(&mut skel.maps.bss_data.as_mut().context("BPF object has no bss")?.sky_cfg, &knobs, 1);
+        write_config(
+            &mut skel
+                .maps
+                .bss_data
+                .as_mut()
+                .context("BPF object has no bss")?
+                .sky_cfg,
+            &knobs,
+            1,
+        );
 
         // Verify and load, then attach: from here on tasks are ours.
         let mut skel = scx_ops_load!(skel, sky_ops, uei)?;
@@ -141,10 +156,16 @@ fn check_topology_fits(topo: &Topology) -> Result<()> {
     let max_cpus = intf::sky_consts_SKY_MAX_CPUS as usize;
     let max_llcs = intf::sky_consts_SKY_MAX_LLCS as usize;
     if topo.nr_cpus() > max_cpus {
-        bail!("{} possible CPUs; scx_sky supports {max_cpus}", topo.nr_cpus());
+        bail!(
+            "{} possible CPUs; scx_sky supports {max_cpus}",
+            topo.nr_cpus()
+        );
     }
     if topo.llcs.len() > max_llcs {
-        bail!("{} cache domains; scx_sky supports {max_llcs}", topo.llcs.len());
+        bail!(
+            "{} cache domains; scx_sky supports {max_llcs}",
+            topo.llcs.len()
+        );
     }
     Ok(())
 }

@@ -28,7 +28,11 @@ impl Counters {
         let mut total = [0u64; NR_STATS];
         for row in rows {
             if row.len() < NR_STATS * 8 {
-                bail!("per-CPU stats row is {} bytes, expected {}", row.len(), NR_STATS * 8);
+                bail!(
+                    "per-CPU stats row is {} bytes, expected {}",
+                    row.len(),
+                    NR_STATS * 8
+                );
             }
             for (sum, chunk) in total.iter_mut().zip(row.chunks_exact(8)) {
                 *sum = sum.wrapping_add(u64::from_ne_bytes(chunk.try_into().unwrap()));
@@ -119,7 +123,10 @@ mod tests {
 
     #[test]
     fn names_come_from_the_header_in_enum_order() {
-        assert_eq!(STAT_INFO[intf::sky_stat_idx_SKY_STAT_DISPATCHES as usize].0, "dispatches");
+        assert_eq!(
+            STAT_INFO[intf::sky_stat_idx_SKY_STAT_DISPATCHES as usize].0,
+            "dispatches"
+        );
         assert_eq!(
             STAT_INFO[intf::sky_stat_idx_SKY_STAT_LAST_CPU_HITS as usize].0,
             "last_cpu_hits"
@@ -130,7 +137,10 @@ mod tests {
     #[test]
     fn rows_are_summed_and_shares_derived() {
         use intf::*;
-        let a = row(&[(sky_stat_idx_SKY_STAT_LAST_CPU_HITS, 9), (sky_stat_idx_SKY_STAT_WALKS, 2)]);
+        let a = row(&[
+            (sky_stat_idx_SKY_STAT_LAST_CPU_HITS, 9),
+            (sky_stat_idx_SKY_STAT_WALKS, 2),
+        ]);
         let b = row(&[
             (sky_stat_idx_SKY_STAT_LAST_CPU_HITS, 9),
             (sky_stat_idx_SKY_STAT_MOVES_IN_LLC, 1),
@@ -143,7 +153,10 @@ mod tests {
         assert_eq!(c.mean_walk_depth(), Some(3.0));
         assert_eq!(c.mean_wait_us(), None);
         let line = c.line();
-        assert!(line.starts_with("last_cpu_share=90.0% mean_walk=3.00 mean_wait_us=-"), "{line}");
+        assert!(
+            line.starts_with("last_cpu_share=90.0% mean_walk=3.00 mean_wait_us=-"),
+            "{line}"
+        );
         assert!(line.contains(" last_cpu_hits=18 "), "{line}");
     }
 

@@ -1,0 +1,10 @@
+//! The scx_sky test bed: fetch a sched_ext kernel, pack an initramfs with
+//! busybox and the project's binaries, boot it under qemu with a chosen CPU
+//! topology, run a scenario as root and bring back its output and status.
+//! Also used by the VM integration tests in tests/.
+
+pub mod initramfs;
+pub mod kernel;
+pub mod paths;
+pub mod report;
+pub mod vm;

@@ -1,1 +1,244 @@
-fn main(){}
+//! `cargo xtask`: set-up, the VM test bed, the test suite and benchmarks.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+use xtask::paths::{run, workspace_root};
+use xtask::report;
+use xtask::vm::{self, CpuTopology, VmConfig};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "scx_sky test bed, tests and benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install the toolchain, qemu and busybox (scripts/setup.sh; root).
+    Setup,
+    /// Download (or find in the cache) a sched_ext kernel; print its path.
+    Kernel,
+    /// Build and boot the VM, run a scenario or command, return its status.
+    Vm {
+        #[command(flatten)]
+        vm: VmArgs,
+        /// Scenario from tests/vm/ (without .sh), e.g. demo, load, sky1.
+        #[arg(long, conflicts_with = "command")]
+        scenario: Option<String>,
+        /// Shell command to run in the guest instead of a scenario.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// The main job: scx_sky natively on a sched_ext host (arguments are
+    /// passed on), else the SKY-1 demo with its stats in the VM.
+    Run {
+        #[command(flatten)]
+        vm: VmArgs,
+        /// Arguments for scx_sky when running natively.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Everything CI runs: set-up, format, lint, unit and VM tests.
+    Test,
+    /// SKY-1 workload under EEVDF and scx_sky, side by side, in one VM run.
+    Bench {
+        #[command(flatten)]
+        vm: VmArgs,
+        /// Seconds per scheduler.
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+    },
+}
+
+#[derive(Args, Clone)]
+struct VmArgs {
+    /// Boot this kernel image instead of the downloaded one.
+    #[arg(long)]
+    kernel: Option<PathBuf>,
+    /// Guest CPUs as SOCKETSxCORESxTHREADS.
+    #[arg(long, default_value = "2x2x2")]
+    topology: CpuTopology,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 2048)]
+    memory_mb: u32,
+    /// Give up on the VM after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+impl VmArgs {
+    fn config(&self) -> VmConfig {
+        VmConfig {
+            kernel: self.kernel.clone(),
+            topology: self.topology,
+            memory_mb: self.memory_mb,
+            timeout: Duration::from_secs(self.timeout),
+            echo: true,
+        }
+    }
+}
+
+fn main() {
+    if let Err(e) = dispatch(Cli::parse().command) {
+        eprintln!("xtask: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn dispatch(cmd: Cmd) -> Result<()> {
+    match cmd {
+        Cmd::Setup => setup(),
+        Cmd::Kernel => {
+            let k = xtask::kernel::ensure(None)?;
+            println!("{} {}", k.version, k.vmlinuz.display());
+            Ok(())
+        }
+        Cmd::Vm {
+            vm,
+            scenario,
+            command,
+        } => {
+            setup()?;
+            build()?;
+            let cmd = match scenario {
+                Some(name) => scenario_command(&name)?,
+                None if command.is_empty() => bail!("give --scenario NAME or -- COMMAND"),
+                None => command.join(" "),
+            };
+            exit_with(vm::run(&vm.config(), &cmd)?.status)
+        }
+        Cmd::Run { vm, args } => {
+            setup()?;
+            build()?;
+            if vm::host_has_sched_ext() {
+                let bin = xtask::paths::release_bin("scx_sky")?;
+                let status = Command::new(bin).args(&args).status()?;
+                exit_with(status.code().unwrap_or(1))
+            } else {
+                eprintln!("xtask: this kernel has no sched_ext; running the demo in the VM");
+                exit_with(vm::run(&vm.config(), &scenario_command("demo")?)?.status)
+            }
+        }
+        Cmd::Test => test(),
+        Cmd::Bench { vm, seconds } => {
+            setup()?;
+            build()?;
+            bench(&vm.config(), seconds)
+        }
+    }
+}
+
+fn exit_with(status: i32) -> Result<()> {
+    if status != 0 {
+        std::process::exit(status);
+    }
+    Ok(())
+}
+
+fn scenario_command(name: &str) -> Result<String> {
+    let path = workspace_root().join("tests/vm").join(format!("{name}.sh"));
+    if name.contains('/') || !path.is_file() {
+        bail!("no scenario {name:?}: tests/vm/{name}.sh does not exist");
+    }
+    Ok(format!("sh ./{name}.sh"))
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(workspace_root());
+    c
+}
+
+/// Runs scripts/setup.sh unless everything it installs is already there.
+fn setup() -> Result<()> {
+    let script = workspace_root().join("scripts/setup.sh");
+    run(Command::new("bash").arg(&script)).context("scripts/setup.sh failed")
+}
+
+fn build() -> Result<()> {
+    run(cargo().args(["build", "--release", "-p", "scx_sky", "-p", "sky-workloads"]))
+}
+
+fn test() -> Result<()> {
+    setup()?;
+    run(cargo().args(["fmt", "--all", "--", "--check"]))
+        .context("code is not formatted: run cargo fmt")?;
+    run(cargo().args([
+        "clippy",
+        "--release",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    build()?;
+    // Unit tests (everything outside the kernel) in parallel...
+    run(cargo().args(["test", "--release", "--workspace"]))?;
+    // ...then the VM tests one at a time: the machine has 2 cores.
+    run(cargo().args([
+        "test",
+        "--release",
+        "--test",
+        "vm",
+        "--",
+        "--ignored",
+        "--test-threads=1",
+    ]))
+}
+
+fn bench(cfg: &VmConfig, seconds: u32) -> Result<()> {
+    let out = vm::run(cfg, &format!("{} {seconds}", scenario_command("bench")?))?;
+    if out.status != 0 {
+        bail!("the benchmark scenario failed with status {}", out.status);
+    }
+    let rows = report::lines_with(&out.output, "result ");
+    let base = rows
+        .iter()
+        .find(|r| r.get("scheduler").map(String::as_str) == Some("eevdf"))
+        .context("no EEVDF baseline in the benchmark output")?;
+    println!(
+        "\nSKY-1 workload (8 processes, 4 KiB arrays), {seconds} s per scheduler, topology {:?}",
+        cfg.topology
+    );
+    println!(
+        "figures from /proc/<pid>/sched and schedstat; ratios are against EEVDF in this run\n"
+    );
+    println!(
+        "{:<16} {:>10} {:>8} {:>11} {:>9} {:>8} {:>13} {:>8}",
+        "scheduler", "work", "ratio", "migrations", "ratio", "last-cpu", "p99 wait us", "ratio"
+    );
+    for r in &rows {
+        let num = |k: &str| report::number(r, k);
+        let ratio = |k: &str| -> Result<String> {
+            let b = report::number(base, k)?;
+            Ok(if b > 0.0 {
+                format!("{:.2}x", num(k)? / b)
+            } else {
+                "-".into()
+            })
+        };
+        let slices = num("timeslices")?;
+        let share = if slices > 0.0 {
+            100.0 * (1.0 - num("migrations")? / slices)
+        } else {
+            0.0
+        };
+        println!(
+            "{:<16} {:>10} {:>8} {:>11} {:>9} {:>7.1}% {:>13.1} {:>8}",
+            r.get("scheduler").map_or("?", String::as_str),
+            num("passes")?,
+            ratio("passes")?,
+            num("migrations")?,
+            ratio("migrations")?,
+            share,
+            num("wait_p99_us")?,
+            ratio("wait_p99_us")?,
+        );
+    }
+    Ok(())
+}

@@ -100,7 +100,11 @@ impl Policy {
         }
         check("walk_depth", self.walk_depth.into(), WALK_DEPTH)?;
         check("slice_us", self.slice_us, SLICE_US)?;
-        check("sleeper_credit_us", self.sleeper_credit_us, SLEEPER_CREDIT_US)?;
+        check(
+            "sleeper_credit_us",
+            self.sleeper_credit_us,
+            SLEEPER_CREDIT_US,
+        )?;
         check("starve_ms", self.starve_ms, STARVE_MS)?;
         if let Some(v) = self.decay_core_us {
             check("decay_core_us", v, DECAY_US)?;
@@ -113,7 +117,12 @@ impl Policy {
 
     /// Applies overrides and fills derived thresholds (ns) where the policy
     /// leaves them out.
-    pub fn resolve(&self, over: &Overrides, derived_core_ns: u64, derived_llc_ns: u64) -> Result<Knobs> {
+    pub fn resolve(
+        &self,
+        over: &Overrides,
+        derived_core_ns: u64,
+        derived_llc_ns: u64,
+    ) -> Result<Knobs> {
         let mut p = self.clone();
         p.walk_depth = over.walk_depth.unwrap_or(p.walk_depth);
         p.slice_us = over.slice_us.unwrap_or(p.slice_us);

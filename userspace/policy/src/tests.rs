@@ -25,7 +25,9 @@ fn presets_differ_only_in_affinity_knobs() {
 #[test]
 fn derived_thresholds_fill_in_and_overrides_win() {
     let p = Policy::load("sky1").unwrap();
-    let k = p.resolve(&Overrides::default(), 300_000, 2_000_000).unwrap();
+    let k = p
+        .resolve(&Overrides::default(), 300_000, 2_000_000)
+        .unwrap();
     assert_eq!((k.decay_core_ns, k.decay_llc_ns), (300_000, 2_000_000));
     assert_eq!(k.slice_ns, p.slice_us * 1000);
     assert_eq!(k.starve_ns, p.starve_ms * 1_000_000);
@@ -47,8 +49,16 @@ fn derived_thresholds_fill_in_and_overrides_win() {
 fn bad_overrides_are_refused_by_name() {
     let p = Policy::load("sky1").unwrap();
     let err = |over: Overrides| format!("{:#}", p.resolve(&over, 300_000, 2_000_000).unwrap_err());
-    assert!(err(Overrides { walk_depth: Some(0), ..Default::default() }).contains("walk_depth"));
-    assert!(err(Overrides { slice_us: Some(10), ..Default::default() }).contains("slice_us"));
+    assert!(err(Overrides {
+        walk_depth: Some(0),
+        ..Default::default()
+    })
+    .contains("walk_depth"));
+    assert!(err(Overrides {
+        slice_us: Some(10),
+        ..Default::default()
+    })
+    .contains("slice_us"));
     let inverted = Overrides {
         decay_core_us: Some(5000),
         decay_llc_us: Some(1000),
@@ -68,7 +78,10 @@ fn bad_policy_files_name_the_problem() {
     let e = format!("{:#}", Policy::parse(&huge, "huge.toml").unwrap_err());
     assert!(e.contains("slice_us"), "{e}");
 
-    let e = format!("{:#}", Policy::parse("affinity = \"yes\"", "x").unwrap_err());
+    let e = format!(
+        "{:#}",
+        Policy::parse("affinity = \"yes\"", "x").unwrap_err()
+    );
     assert!(e.contains("policy x"), "{e}");
 
     let e = format!("{:#}", Policy::load("nosuch").unwrap_err());

@@ -24,7 +24,10 @@ fn fake_sysfs(m: &Machine, offline: &[usize]) -> tempfile::TempDir {
     let n = per_thread * m.threads;
     write(&root.join("possible"), &format!("0-{}\n", n - 1));
     let online: Vec<usize> = (0..n).filter(|c| !offline.contains(c)).collect();
-    write(&root.join("online"), &format!("{}\n", format_cpulist(&online)));
+    write(
+        &root.join("online"),
+        &format!("{}\n", format_cpulist(&online)),
+    );
     for cpu in online.iter().copied() {
         let core = cpu % per_thread;
         let socket = core / m.cores;
@@ -38,11 +41,20 @@ fn fake_sysfs(m: &Machine, offline: &[usize]) -> tempfile::TempDir {
             .filter(|c| (c % per_thread) / m.cores == socket)
             .collect();
         let d = root.join(format!("cpu{cpu}"));
-        write(&d.join("topology/thread_siblings_list"), &format_cpulist(&siblings));
+        write(
+            &d.join("topology/thread_siblings_list"),
+            &format_cpulist(&siblings),
+        );
         write(&d.join("topology/physical_package_id"), &socket.to_string());
         let mut caches = vec![
             ("index0", "1", "Data", "32K", format_cpulist(&siblings)),
-            ("index1", "1", "Instruction", "32K", format_cpulist(&siblings)),
+            (
+                "index1",
+                "1",
+                "Instruction",
+                "32K",
+                format_cpulist(&siblings),
+            ),
             ("index2", "2", "Unified", m.l2, format_cpulist(&siblings)),
         ];
         if let Some(l3) = m.l3 {
@@ -135,7 +147,11 @@ fn l2_as_last_level_gives_equal_thresholds() {
     let dir = fake_sysfs(&m, &[]);
     let topo = Topology::from_sysfs(dir.path()).unwrap();
     assert!(!topo.smt());
-    assert_eq!(topo.llcs.len(), 4, "a private L2 as LLC gives one domain per core");
+    assert_eq!(
+        topo.llcs.len(),
+        4,
+        "a private L2 as LLC gives one domain per core"
+    );
     let t = topo.decay_thresholds(DEFAULT_FILL_BYTES_PER_SEC);
     assert_eq!(t.core_ns, t.llc_ns);
     assert_eq!(t.core_ns, 512 * 1024);
@@ -170,7 +186,10 @@ fn broken_sysfs_is_reported_with_the_path() {
 
 #[test]
 fn cpulists_parse_and_format() {
-    assert_eq!(parse_cpulist("0-3,8,10-11").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+    assert_eq!(
+        parse_cpulist("0-3,8,10-11").unwrap(),
+        vec![0, 1, 2, 3, 8, 10, 11]
+    );
     assert_eq!(parse_cpulist("").unwrap(), Vec::<usize>::new());
     assert_eq!(parse_cpulist("5,1,5").unwrap(), vec![1, 5]);
     assert!(parse_cpulist("3-1").is_err());

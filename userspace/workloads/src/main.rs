@@ -1,1 +1,103 @@
-fn main(){}
+//! sky-work: the workloads scx_sky is tested and benchmarked with.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use sky_workloads::{cache_loop::CacheLoop, threads};
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(
+    name = "sky-work",
+    about = "Workloads for scx_sky tests and benchmarks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// SKY-1's workload: processes computing over small private arrays in
+    /// bursts with short sleeps; prints work done and kernel-side counters.
+    CacheLoop {
+        /// Number of processes.
+        #[arg(long, default_value_t = 8)]
+        procs: usize,
+        /// Array size per process, in KiB.
+        #[arg(long, default_value_t = 4)]
+        array_kb: usize,
+        /// Compute burst length, in microseconds.
+        #[arg(long, default_value_t = 2000)]
+        burst_us: u64,
+        /// Sleep between bursts, in microseconds.
+        #[arg(long, default_value_t = 200)]
+        sleep_us: u64,
+        /// Run time, in seconds.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// Keep N CPUs busy.
+    Burn {
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Run time, in seconds.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// Start N threads at once, each spinning briefly, and wait for all.
+    Burst {
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        /// Spin per thread, in microseconds.
+        #[arg(long, default_value_t = 100)]
+        spin_us: u64,
+    },
+}
+
+fn secs(v: f64) -> Result<Duration> {
+    if !v.is_finite() || !(0.0..=1e7).contains(&v) {
+        anyhow::bail!("--seconds must be between 0 and 1e7, got {v}");
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn main() {
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("sky-work: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::CacheLoop {
+            procs,
+            array_kb,
+            burst_us,
+            sleep_us,
+            seconds,
+        } => {
+            let cfg = CacheLoop {
+                procs,
+                array_bytes: array_kb.saturating_mul(1024),
+                burst: Duration::from_micros(burst_us),
+                sleep: Duration::from_micros(sleep_us),
+                duration: secs(seconds)?,
+            };
+            println!("{}", cfg.run()?.line());
+        }
+        Command::Burn { threads, seconds } => {
+            let work = threads::burn(threads, secs(seconds)?)?;
+            println!("result workload=burn threads={threads} iterations={work}");
+        }
+        Command::Burst { count, spin_us } => {
+            let t = Instant::now();
+            let ran = threads::burst(count, Duration::from_micros(spin_us))?;
+            println!(
+                "result workload=burst threads={ran} elapsed_ms={}",
+                t.elapsed().as_millis()
+            );
+        }
+    }
+    Ok(())
+}

@@ -46,7 +46,8 @@ pub fn sched_field(text: &str, field: &str) -> Option<u64> {
 pub fn migrations_of_self() -> Result<u64> {
     let path = "/proc/thread-self/sched";
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
-    sched_field(&text, "se.nr_migrations").with_context(|| format!("{path} has no se.nr_migrations"))
+    sched_field(&text, "se.nr_migrations")
+        .with_context(|| format!("{path} has no se.nr_migrations"))
 }
 
 #[cfg(test)]
@@ -56,7 +57,14 @@ mod tests {
     #[test]
     fn schedstat_parses() {
         let s = SchedStat::parse("123 456 7\n").unwrap();
-        assert_eq!(s, SchedStat { run_ns: 123, wait_ns: 456, timeslices: 7 });
+        assert_eq!(
+            s,
+            SchedStat {
+                run_ns: 123,
+                wait_ns: 456,
+                timeslices: 7
+            }
+        );
         assert!(SchedStat::parse("1 2").is_err());
         assert!(SchedStat::parse("1 x 3").is_err());
     }

@@ -1,0 +1,243 @@
+//! The SKY-1 workload: N processes, each repeatedly computing over its own
+//! small array (4 KB by default) in short bursts separated by short sleeps.
+//! A scheduler that keeps each process on its last CPU keeps the array in
+//! that CPU's cache.
+//!
+//! Each process also samples the kernel's own counters (schedstat run-queue
+//! wait per cycle, migrations), so the result does not depend on the
+//! scheduler under test reporting honestly.
+
+use crate::percentile;
+use crate::procstat::{migrations_of_self, SchedStat};
+use anyhow::{bail, Context, Result};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy)]
+pub struct CacheLoop {
+    pub procs: usize,
+    pub array_bytes: usize,
+    pub burst: Duration,
+    pub sleep: Duration,
+    pub duration: Duration,
+}
+
+/// What all processes did, summed, plus the spread of per-cycle waits.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    pub procs: usize,
+    /// Passes over the arrays: work done.
+    pub passes: u64,
+    pub migrations: u64,
+    pub timeslices: u64,
+    pub cycles: u64,
+    pub wait_p50_ns: u64,
+    pub wait_p99_ns: u64,
+    pub wait_max_ns: u64,
+}
+
+impl Report {
+    pub fn line(&self) -> String {
+        format!(
+            "result workload=cache-loop procs={} passes={} migrations={} timeslices={} cycles={} \
+             wait_p50_us={:.1} wait_p99_us={:.1} wait_max_us={:.1}",
+            self.procs,
+            self.passes,
+            self.migrations,
+            self.timeslices,
+            self.cycles,
+            self.wait_p50_ns as f64 / 1e3,
+            self.wait_p99_ns as f64 / 1e3,
+            self.wait_max_ns as f64 / 1e3,
+        )
+    }
+}
+
+impl CacheLoop {
+    pub fn validate(&self) -> Result<()> {
+        if self.procs == 0 || self.procs > 4096 {
+            bail!("--procs must be 1..=4096, got {}", self.procs);
+        }
+        if self.array_bytes == 0 || self.array_bytes > 1 << 30 {
+            bail!("--array-kb must be 1..=1048576");
+        }
+        if self.burst.is_zero() {
+            bail!("--burst-us must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Forks the processes, waits for them, and sums what they report.
+    pub fn run(&self) -> Result<Report> {
+        self.validate()?;
+        let start = Instant::now() + Duration::from_millis(20);
+        let mut children = Vec::with_capacity(self.procs);
+        for _ in 0..self.procs {
+            let (read_end, write_end) = pipe()?;
+            // SAFETY: the parent is single-threaded here, so the child may
+            // run ordinary Rust code until it _exits.
+            match unsafe { libc::fork() } {
+                -1 => bail!("fork failed: {}", std::io::Error::last_os_error()),
+                0 => {
+                    drop(read_end);
+                    let code = match self.child(start, write_end) {
+                        Ok(()) => 0,
+                        Err(e) => {
+                            eprintln!("cache-loop child: {e:#}");
+                            1
+                        }
+                    };
+                    unsafe { libc::_exit(code) };
+                }
+                pid => {
+                    drop(write_end);
+                    children.push((pid, read_end));
+                }
+            }
+        }
+        let mut report = Report {
+            procs: self.procs,
+            ..Default::default()
+        };
+        let mut waits = Vec::new();
+        for (pid, read_end) in children {
+            let mut text = String::new();
+            File::from(read_end)
+                .read_to_string(&mut text)
+                .context("reading a child's report")?;
+            let mut status = 0;
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                bail!("cache-loop child {pid} failed (status {status:#x})");
+            }
+            merge_child(&text, &mut report, &mut waits)?;
+        }
+        report.cycles = waits.len() as u64;
+        report.wait_p50_ns = percentile(&mut waits, 50.0);
+        report.wait_p99_ns = percentile(&mut waits, 99.0);
+        report.wait_max_ns = waits.iter().copied().max().unwrap_or(0);
+        Ok(report)
+    }
+
+    fn child(&self, start: Instant, out: OwnedFd) -> Result<()> {
+        let mut array = vec![0u8; self.array_bytes];
+        std::thread::sleep(start.saturating_duration_since(Instant::now()));
+        let end = start + self.duration;
+        let first = SchedStat::of_self()?;
+        let migrations_before = migrations_of_self()?;
+        let mut prev = first;
+        let mut passes = 0u64;
+        let mut waits = Vec::new();
+        while Instant::now() < end {
+            let burst_end = Instant::now() + self.burst;
+            while Instant::now() < burst_end {
+                touch(&mut array, passes);
+                passes += 1;
+            }
+            std::thread::sleep(self.sleep);
+            let now = SchedStat::of_self()?;
+            waits.push(now.wait_ns - prev.wait_ns);
+            prev = now;
+        }
+        std::hint::black_box(&array);
+        let last = SchedStat::of_self()?;
+        let mut out = File::from(out);
+        writeln!(
+            out,
+            "{} {} {}",
+            passes,
+            migrations_of_self()? - migrations_before,
+            last.timeslices - first.timeslices
+        )?;
+        let samples: Vec<String> = waits.iter().map(u64::to_string).collect();
+        writeln!(out, "{}", samples.join(" "))?;
+        Ok(())
+    }
+}
+
+/// One pass of real work over every cache line of the array.
+fn touch(array: &mut [u8], seed: u64) {
+    let mut acc = seed as u8;
+    for chunk in array.chunks_mut(64) {
+        acc = acc.wrapping_mul(31).wrapping_add(chunk[0]);
+        chunk[0] = acc;
+    }
+}
+
+fn merge_child(text: &str, report: &mut Report, waits: &mut Vec<u64>) -> Result<()> {
+    let mut lines = text.lines();
+    let head: Vec<u64> = lines
+        .next()
+        .context("empty child report")?
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .context("bad child report")?;
+    let [passes, migrations, slices] = head[..] else {
+        bail!("child report has {} fields, expected 3", head.len());
+    };
+    report.passes += passes;
+    report.migrations += migrations;
+    report.timeslices += slices;
+    for w in lines.next().unwrap_or("").split_whitespace() {
+        waits.push(w.parse().context("bad wait sample")?);
+    }
+    Ok(())
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        bail!("pipe failed: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 just returned these two descriptors, owned by no one.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_run_and_report_real_counters() {
+        let cfg = CacheLoop {
+            procs: 3,
+            array_bytes: 4096,
+            burst: Duration::from_micros(200),
+            sleep: Duration::from_micros(100),
+            duration: Duration::from_millis(200),
+        };
+        let r = cfg.run().unwrap();
+        assert_eq!(r.procs, 3);
+        assert!(r.passes > 0);
+        assert!(r.cycles >= 3, "each process completes cycles: {r:?}");
+        assert!(r.wait_p99_ns >= r.wait_p50_ns && r.wait_max_ns >= r.wait_p99_ns);
+        assert!(r.line().starts_with("result workload=cache-loop procs=3 "));
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        let cfg = CacheLoop {
+            procs: 0,
+            array_bytes: 4096,
+            burst: Duration::from_micros(1),
+            sleep: Duration::ZERO,
+            duration: Duration::ZERO,
+        };
+        assert!(cfg.run().unwrap_err().to_string().contains("--procs"));
+    }
+
+    #[test]
+    fn malformed_child_reports_are_errors() {
+        let mut r = Report::default();
+        let mut w = Vec::new();
+        assert!(merge_child("", &mut r, &mut w).is_err());
+        assert!(merge_child("1 2\n", &mut r, &mut w).is_err());
+        assert!(merge_child("1 2 x\n", &mut r, &mut w).is_err());
+        merge_child("10 1 4\n5 7\n", &mut r, &mut w).unwrap();
+        assert_eq!((r.passes, r.migrations, r.timeslices), (10, 1, 4));
+        assert_eq!(w, vec![5, 7]);
+    }
+}

@@ -1,0 +1,21 @@
+#!/bin/busybox sh
+# PID 1 of the scx_sky test VM: set up a minimal system, run /run.sh as
+# root, report its exit status on the console, power off.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mkdir -p /dev/shm /tmp
+mount -t tmpfs tmp /tmp
+mount -t tmpfs shm /dev/shm
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# The kernel's own messages go to dmesg only: scenario output stays readable.
+echo 1 > /proc/sys/kernel/printk
+echo "sky-vm: up, $(nproc) CPUs, kernel $(uname -r)"
+cd /scenarios
+sh /run.sh
+rc=$?
+echo "SKY-VM-EXIT=$rc"
+sync
+poweroff -f

@@ -1,0 +1,117 @@
+//! Packs the guest's root filesystem: static busybox, the project's binaries
+//! with the shared libraries they load, the scenario scripts, the kernel
+//! config, and the command to run.
+
+use crate::kernel::Kernel;
+use crate::paths::{output, run, workspace_root};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const INIT: &str = include_str!("init.sh");
+const BUSYBOX: &str = "/bin/busybox";
+
+pub struct Contents<'a> {
+    pub binaries: &'a [PathBuf],
+    pub kernel: &'a Kernel,
+    /// Shell command run as root once the guest is up.
+    pub command: &'a str,
+}
+
+/// Writes the initramfs (an uncompressed newc cpio) to `out`.
+pub fn build(contents: &Contents, out: &Path) -> Result<()> {
+    let stage = out.with_extension("d");
+    let _ = fs::remove_dir_all(&stage);
+    for dir in [
+        "bin",
+        "proc",
+        "sys",
+        "dev",
+        "tmp",
+        "boot",
+        "scenarios",
+        "lib64",
+        "root",
+    ] {
+        fs::create_dir_all(stage.join(dir))?;
+    }
+    check_static(Path::new(BUSYBOX))?;
+    copy_exec(Path::new(BUSYBOX), &stage.join("bin/busybox"))?;
+    let mut libs = BTreeSet::new();
+    for bin in contents.binaries {
+        let name = bin.file_name().context("binary path has no file name")?;
+        copy_exec(bin, &stage.join("bin").join(name))?;
+        libs.extend(shared_libraries(bin)?);
+    }
+    for lib in &libs {
+        let dest = stage.join(lib.strip_prefix("/").unwrap_or(lib));
+        fs::create_dir_all(dest.parent().unwrap())?;
+        fs::copy(lib, &dest).with_context(|| format!("copying {}", lib.display()))?;
+    }
+    for script in fs::read_dir(workspace_root().join("tests/vm"))? {
+        let script = script?.path();
+        if script.extension().is_some_and(|e| e == "sh") {
+            copy_exec(
+                &script,
+                &stage.join("scenarios").join(script.file_name().unwrap()),
+            )?;
+        }
+    }
+    if let Some(config) = &contents.kernel.config {
+        fs::copy(
+            config,
+            stage.join(format!("boot/config-{}", contents.kernel.version)),
+        )?;
+    }
+    write_exec(&stage.join("init"), INIT)?;
+    write_exec(&stage.join("run.sh"), &format!("{}\n", contents.command))?;
+
+    let cpio = fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+    run(Command::new("sh")
+        .arg("-c")
+        .arg("find . -print0 | cpio --null -o -H newc --quiet")
+        .current_dir(&stage)
+        .stdout(cpio))
+    .context("packing the initramfs with cpio")?;
+    let _ = fs::remove_dir_all(&stage);
+    Ok(())
+}
+
+fn check_static(path: &Path) -> Result<()> {
+    if !path.exists() {
+        bail!(
+            "{} is missing: run scripts/setup.sh (busybox-static)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// The shared objects `bin` loads, by absolute path, from ldd.
+fn shared_libraries(bin: &Path) -> Result<Vec<PathBuf>> {
+    let text = match output(Command::new("ldd").arg(bin)) {
+        Ok(t) => t,
+        // ldd exits non-zero for static binaries: nothing to copy.
+        Err(_) => return Ok(Vec::new()),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')))
+        .map(PathBuf::from)
+        .collect())
+}
+
+fn copy_exec(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).with_context(|| format!("copying {} into the initramfs", from.display()))?;
+    fs::set_permissions(to, fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+fn write_exec(path: &Path, text: &str) -> Result<()> {
+    fs::write(path, text)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}

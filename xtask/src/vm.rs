@@ -1,0 +1,250 @@
+//! Boots the test VM under qemu (TCG) and runs one command in it.
+
+use crate::initramfs::{self, Contents};
+use crate::kernel::{self, Kernel};
+use crate::paths::{release_bin, workspace_root};
+use anyhow::{bail, Context, Result};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::str::FromStr;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// sockets x cores x threads, as qemu's -smp takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTopology {
+    pub sockets: u32,
+    pub cores: u32,
+    pub threads: u32,
+}
+
+impl CpuTopology {
+    pub fn cpus(&self) -> u32 {
+        self.sockets * self.cores * self.threads
+    }
+}
+
+impl Default for CpuTopology {
+    fn default() -> Self {
+        CpuTopology {
+            sockets: 2,
+            cores: 2,
+            threads: 2,
+        }
+    }
+}
+
+impl FromStr for CpuTopology {
+    type Err = anyhow::Error;
+
+    /// `SxCxT`, e.g. `2x2x2`.
+    fn from_str(s: &str) -> Result<Self> {
+        let parts: Vec<u32> = s
+            .split('x')
+            .map(|p| p.parse::<u32>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                anyhow::anyhow!("topology {s:?} is not SOCKETSxCORESxTHREADS, e.g. 2x2x2")
+            })?;
+        let [sockets, cores, threads] = parts[..] else {
+            bail!("topology {s:?} is not SOCKETSxCORESxTHREADS, e.g. 2x2x2");
+        };
+        let topo = CpuTopology {
+            sockets,
+            cores,
+            threads,
+        };
+        if parts.contains(&0) || topo.cpus() > 64 || threads > 2 {
+            bail!(
+                "topology {s:?}: each part must be at least 1, threads at most 2, CPUs at most 64"
+            );
+        }
+        Ok(topo)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct VmConfig {
+    pub kernel: Option<PathBuf>,
+    pub topology: CpuTopology,
+    pub memory_mb: u32,
+    pub timeout: Duration,
+    /// Copy the guest console to our stdout as it arrives.
+    pub echo: bool,
+}
+
+impl Default for VmConfig {
+    fn default() -> Self {
+        VmConfig {
+            kernel: None,
+            topology: CpuTopology::default(),
+            memory_mb: 2048,
+            timeout: Duration::from_secs(300),
+            echo: true,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct VmOutcome {
+    /// Exit status of the command inside the guest.
+    pub status: i32,
+    /// Everything the guest console printed.
+    pub output: String,
+}
+
+const EXIT_MARKER: &str = "SKY-VM-EXIT=";
+
+/// The binaries every guest gets.
+pub fn project_binaries() -> Result<Vec<PathBuf>> {
+    ["scx_sky", "sky-work"]
+        .iter()
+        .map(|b| release_bin(b))
+        .collect()
+}
+
+/// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
+pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
+    let kernel = kernel::ensure(cfg.kernel.as_deref())?;
+    let binaries = project_binaries()?;
+    let dir = workspace_root().join("target/vm");
+    std::fs::create_dir_all(&dir)?;
+    // One initramfs per process: tests may build several in parallel.
+    let initrd = dir.join(format!("initramfs-{}.cpio", std::process::id()));
+    initramfs::build(
+        &Contents {
+            binaries: &binaries,
+            kernel: &kernel,
+            command,
+        },
+        &initrd,
+    )?;
+    let result = boot(cfg, &kernel, &initrd);
+    let _ = std::fs::remove_file(&initrd);
+    result
+}
+
+fn boot(cfg: &VmConfig, kernel: &Kernel, initrd: &Path) -> Result<VmOutcome> {
+    let t = cfg.topology;
+    let mut child = Command::new("qemu-system-x86_64")
+        // Multi-threaded TCG crashes guests that toggle sched_ext repeatedly.
+        .args(["-accel", "tcg,thread=single", "-nographic", "-no-reboot"])
+        // qemu64 is an AMD family without SMT support; as an Intel CPU the
+        // guest sees SMT siblings without a warning.
+        .args(["-cpu", "qemu64,vendor=GenuineIntel"])
+        .args(["-m", &cfg.memory_mb.to_string()])
+        .args([
+            "-smp",
+            &format!(
+                "{},sockets={},cores={},threads={}",
+                t.cpus(),
+                t.sockets,
+                t.cores,
+                t.threads
+            ),
+        ])
+        .arg("-kernel")
+        .arg(&kernel.vmlinuz)
+        .arg("-initrd")
+        .arg(initrd)
+        .args([
+            "-append",
+            "console=ttyS0 panic=-1 oops=panic nokaslr mitigations=off quiet",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting qemu-system-x86_64 (run scripts/setup.sh)")?;
+
+    let (tx, rx) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let tx_err = tx.clone();
+    std::thread::spawn(move || forward_lines(stdout, tx));
+    std::thread::spawn(move || forward_lines(stderr, tx_err));
+
+    let deadline = Instant::now() + cfg.timeout;
+    let mut output = String::new();
+    let mut status = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => {
+                if cfg.echo {
+                    println!("{line}");
+                }
+                if let Some(code) = line.trim().strip_prefix(EXIT_MARKER) {
+                    status = code.trim().parse().ok();
+                }
+                output.push_str(&line);
+                output.push('\n');
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "the VM did not finish within {} s; its last output:\n{}",
+                cfg.timeout.as_secs(),
+                tail(&output, 30)
+            );
+        }
+    }
+    let qemu = child.wait()?;
+    match status {
+        Some(status) => Ok(VmOutcome { status, output }),
+        None => bail!(
+            "the VM stopped ({qemu}) before the command finished (kernel panic or qemu error); its last output:\n{}",
+            tail(&output, 40)
+        ),
+    }
+}
+
+fn forward_lines(stream: impl std::io::Read, tx: mpsc::Sender<String>) {
+    let mut reader = BufReader::new(stream);
+    let mut buf = Vec::new();
+    while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+        let line = String::from_utf8_lossy(&buf)
+            .trim_end_matches(['\r', '\n'])
+            .to_string();
+        if tx.send(line).is_err() {
+            return;
+        }
+        buf.clear();
+    }
+}
+
+pub fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// True when this machine's kernel can run sched_ext schedulers itself.
+pub fn host_has_sched_ext() -> bool {
+    Path::new("/sys/kernel/sched_ext").exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topologies_parse_and_are_checked() {
+        let t: CpuTopology = "2x2x2".parse().unwrap();
+        assert_eq!(t, CpuTopology::default());
+        assert_eq!(t.cpus(), 8);
+        assert_eq!("1x4x1".parse::<CpuTopology>().unwrap().cpus(), 4);
+        for bad in ["2x2", "2x0x2", "axbxc", "1x1x4", "8x8x2", ""] {
+            assert!(bad.parse::<CpuTopology>().is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+}
