@@ -43,6 +43,8 @@ enum sky_stat_idx {
 	SKY_STAT_WALKS,			/* dispatch walks over a cache-domain queue */
 	SKY_STAT_STEALS,		/* tasks taken from another cache domain's queue */
 	SKY_STAT_STARVATION_RESCUES,	/* tasks taken out of order because they waited too long */
+	SKY_STAT_GRACE_EXPIRED,		/* warm tasks taken by another CPU after the affinity grace */
+	SKY_STAT_GRACE_KICKS,		/* idle CPUs woken because a task's affinity grace ran out */
 	SKY_STAT_IDLE_WITH_WAITERS,	/* CPUs that went idle while a task waited past the bound */
 	SKY_STAT_WAIT_NS,		/* total nanoseconds tasks spent queued */
 	SKY_STAT_HOTPLUG_EVENTS,	/* CPUs that went online or offline */
@@ -66,6 +68,12 @@ struct sky_config {
 	u64 slice_ns;
 	/* Most vtime credit a task can bank while sleeping. */
 	u64 sleeper_credit_ns;
+	/*
+	 * How long an idle CPU leaves a warm task queued for the CPU it last
+	 * ran on before taking it itself. 0 is pure SKY-1: idle CPUs take any
+	 * task at once.
+	 */
+	u64 affinity_grace_ns;
 	/* A task queued this long is run next by any CPU that can take it. */
 	u64 starve_ns;
 	/* Generation, bumped on each policy change (shown in stats). */

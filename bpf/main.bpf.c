@@ -9,6 +9,7 @@
 #include "stats.bpf.h"
 #include "topology.bpf.h"
 #include "vtime.bpf.h"
+#include "grace.bpf.h"
 #include "sky1.bpf.h"
 
 struct sky_config sky_cfg;
@@ -18,9 +19,9 @@ UEI_DEFINE(uei);
 /*
  * Looks at the head (highest priority) of @dsq: if it may run on @cpu and
  * has waited at least starve_ns, it is starving. With @take, it is moved to
- * @cpu's local queue (dispatch context only).
+ * @cpu's local queue (dispatch context only). Global, so verified once.
  */
-static __always_inline bool sky_head_starving(u64 dsq, s32 cpu, u64 now, bool take)
+__hidden int sky_head_starving(u64 dsq, s32 cpu, u64 now, bool take)
 {
 	struct task_struct *p;
 	struct sky_task *tctx;
@@ -30,8 +31,7 @@ static __always_inline bool sky_head_starving(u64 dsq, s32 cpu, u64 now, bool ta
 		return false;
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		tctx = sky_task_of(p);
-		starving = tctx && tctx->queued_at_ns &&
-			   now - tctx->queued_at_ns >= sky_cfg.starve_ns &&
+		starving = tctx && sky_queued_for(tctx, now) >= sky_cfg.starve_ns &&
 			   bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
 		if (starving && take)
 			starving = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0);
@@ -55,19 +55,15 @@ static __always_inline bool sky_rescue_starving(s32 cpu)
 	return false;
 }
 
-/* The CPU's own domain is dry: take work from the others, nearest first. */
-static __always_inline bool sky_steal(s32 cpu, u32 own)
+/* The baseline's dispatch: own domain's head, else another domain's. */
+static __always_inline bool sky_vtime_dispatch(u32 own)
 {
-	u32 i, llc;
-	u64 dsq;
+	u32 i;
 
+	if (scx_bpf_dsq_move_to_local(sky_llc_dsq(own), 0))
+		return true;
 	bpf_for(i, 1, nr_llcs) {
-		llc = (own + i) % nr_llcs;
-		dsq = sky_llc_dsq(llc);
-		if (scx_bpf_dsq_nr_queued(dsq) <= 0)
-			continue;
-		if ((sky_cfg.affinity && sky1_walk(dsq, cpu, SKY_LLC_COLD)) ||
-		    scx_bpf_dsq_move_to_local(dsq, 0)) {
+		if (scx_bpf_dsq_move_to_local(sky_llc_dsq((own + i) % nr_llcs), 0)) {
 			sky_stat_inc(SKY_STAT_STEALS);
 			return true;
 		}
@@ -98,11 +94,13 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct sky_task *tctx = sky_task_of(p);
-	s32 cpu = scx_bpf_task_cpu(p), idle;
+	s32 cpu = scx_bpf_task_cpu(p);
 	u32 llc = sky_llc_of(cpu);
 
-	if (tctx)
+	if (tctx) {
 		tctx->queued_at_ns = scx_bpf_now();
+		sky_own_waiting_track(tctx, true);
+	}
 
 	/* Per-CPU kthreads can run nowhere else: keep them off the shared queues. */
 	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) {
@@ -114,31 +112,23 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 				 sky_vtime_for_queue(p), enq_flags);
 
 	/* Never leave a CPU idle while work waits: wake one to take it. */
-	if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
+	if (scx_bpf_test_and_clear_cpu_idle(cpu))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		return;
-	}
-	if (!sky_task_is_free(p))
-		return;
-	idle = sky_claim_idle_in(sky_llc_cpus(llc));
-	if (idle < 0)
-		idle = sky_claim_idle_in(p->cpus_ptr);
-	if (idle >= 0)
-		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	else if (sky_cfg.affinity)
+		sky1_queued(p);
+	else
+		sky_kick_idle_for(p);
 }
 
 void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u32 own = sky_llc_of(cpu);
-	u64 dsq = sky_llc_dsq(own);
 
+	if (own >= nr_llcs)
+		own = 0;
 	if (sky_rescue_starving(cpu))
 		return;
-	if (sky_cfg.affinity && sky1_walk(dsq, cpu, SKY_WARM))
-		return;
-	if (scx_bpf_dsq_move_to_local(dsq, 0))
-		return;
-	if (sky_steal(cpu, own < nr_llcs ? own : 0))
+	if (sky_cfg.affinity ? sky1_dispatch(cpu, own) : sky_vtime_dispatch(own))
 		return;
 	/* Nothing else wants this CPU: let the previous task keep it. */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
@@ -155,10 +145,9 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	if (!tctx)
 		return;
 	sky_stat_inc(SKY_STAT_DISPATCHES);
-	if (tctx->queued_at_ns) {
-		sky_stat_add(SKY_STAT_WAIT_NS, now - tctx->queued_at_ns);
-		tctx->queued_at_ns = 0;
-	}
+	sky_stat_add(SKY_STAT_WAIT_NS, sky_queued_for(tctx, now));
+	tctx->queued_at_ns = 0;
+	sky_own_waiting_track(tctx, false);
 	if (tctx->last_cpu == cpu) {
 		sky_stat_inc(SKY_STAT_LAST_CPU_HITS);
 	} else if (tctx->last_cpu >= 0) {
@@ -240,6 +229,7 @@ s32 BPF_STRUCT_OPS(sky_init_task, struct task_struct *p, struct scx_init_task_ar
 	if (!tctx)
 		return -ENOMEM;
 	tctx->last_cpu = -1;
+	tctx->waiting_for = -1;
 	return 0;
 }
 
@@ -250,7 +240,7 @@ void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(sky_init)
 {
-	return sky_topology_init();
+	return sky_topology_init() ?: sky_grace_init();
 }
 
 void BPF_STRUCT_OPS(sky_exit, struct scx_exit_info *ei)

@@ -23,6 +23,8 @@ struct sky_task {
 	u64 last_sleep_ns;
 	/* When the task was queued; 0 while it is not waiting in a queue. */
 	u64 queued_at_ns;
+	/* The CPU whose count of waiting tasks includes this one, or -1. */
+	s32 waiting_for;
 };
 
 struct {
@@ -53,6 +55,12 @@ static __always_inline u64 sky_sleep_ns(const struct sky_task *tctx, u64 now)
 	if (tctx->slept_at_ns)
 		return now > tctx->slept_at_ns ? now - tctx->slept_at_ns : 0;
 	return tctx->last_sleep_ns;
+}
+
+/* How long the task has been waiting in a queue; 0 if it is not queued. */
+static __always_inline u64 sky_queued_for(const struct sky_task *tctx, u64 now)
+{
+	return tctx->queued_at_ns && now > tctx->queued_at_ns ? now - tctx->queued_at_ns : 0;
 }
 
 /* A task that may run on any CPU: the only kind SKY-1 moves around. */

@@ -8,7 +8,8 @@
  *           queue it on its cache domain's queue.
  * Dispatch: walk the domain queue in priority order (bounded) and take the
  *           first task that last ran here or whose cache has decayed; if
- *           none, take the highest-priority task.
+ *           none, take the highest-priority task - at once in pure SKY-1,
+ *           or once it has waited affinity_grace_ns (grace.bpf.h).
  * Decay:    two levels. Asleep longer than decay_core_ns, the private L2
  *           is cold: the task may move inside its LLC. Longer than
  *           decay_llc_ns, the LLC is cold too: it may move anywhere.
@@ -22,6 +23,7 @@
 #include "sky.bpf.h"
 #include "stats.bpf.h"
 #include "topology.bpf.h"
+#include "grace.bpf.h"
 
 enum sky_decay {
 	SKY_WARM,		/* cache still warm: stay on the last CPU */
@@ -72,43 +74,59 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 	return cpu;
 }
 
+/* What a dispatch walk is looking for, in the order dispatch tries them. */
+enum sky_pick {
+	SKY_PICK_HERE,		/* own domain: last ran here, or core cache cold */
+	SKY_PICK_FOREIGN,	/* another domain: LLC cold */
+	SKY_PICK_EXPIRED,	/* any domain: affinity grace ran out */
+};
+
 /*
- * Is @p a good pick for @cpu under SKY-1? Warm here, cold enough to move
- * within the domain, or waiting so long that fairness overrides affinity.
+ * Does @cpu want @p under @pick? A task that waited starve_ns always
+ * qualifies: fairness overrides affinity.
  */
 static __always_inline bool sky1_wants(const struct task_struct *p, s32 cpu, u64 now,
-				       enum sky_decay needed)
+				       enum sky_pick pick)
 {
 	struct sky_task *tctx = sky_task_of(p);
+	u64 queued;
 
 	if (!tctx)
 		return true;
-	if (tctx->queued_at_ns && now - tctx->queued_at_ns >= sky_cfg.starve_ns)
+	queued = sky_queued_for(tctx, now);
+	if (queued >= sky_cfg.starve_ns)
 		return true;
-	if (needed == SKY_WARM && tctx->last_cpu == cpu)
-		return true;
-	return sky1_decay(tctx, now) >= (needed == SKY_WARM ? SKY_CORE_COLD : needed);
+	switch (pick) {
+	case SKY_PICK_HERE:
+		return tctx->last_cpu == cpu || sky1_decay(tctx, now) >= SKY_CORE_COLD;
+	case SKY_PICK_FOREIGN:
+		return sky1_decay(tctx, now) == SKY_LLC_COLD;
+	default:
+		return !sky_grace_left(tctx, now);
+	}
 }
 
 /*
  * Walks up to walk_depth tasks of @dsq in priority order and moves the
- * first one @cpu wants to its local queue. @needed is SKY_WARM for the
- * CPU's own domain (last-CPU or core-cold tasks qualify) and SKY_LLC_COLD
- * for a foreign one. Returns true if a task was moved.
+ * first one @cpu wants to its local queue. Returns true if a task moved.
+ * A global function: the verifier checks it once, not at every call site.
  */
-static __always_inline bool sky1_walk(u64 dsq, s32 cpu, enum sky_decay needed)
+__hidden int sky1_walk(u64 dsq, s32 cpu, u32 pick)
 {
 	struct task_struct *p;
 	u64 now = scx_bpf_now();
 	u32 depth = sky_cfg.walk_depth, steps = 0;
 	bool moved = false;
 
+	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+		return false;
 	if (depth > SKY_WALK_MAX)
 		depth = SKY_WALK_MAX;
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		if (steps++ >= depth)
 			break;
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) || !sky1_wants(p, cpu, now, needed))
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+		    !sky1_wants(p, cpu, now, pick))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 			moved = true;
@@ -118,6 +136,58 @@ static __always_inline bool sky1_walk(u64 dsq, s32 cpu, enum sky_decay needed)
 	sky_stat_inc(SKY_STAT_WALKS);
 	sky_stat_add(SKY_STAT_WALK_STEPS, steps);
 	return moved;
+}
+
+/* Walks every domain but @own, nearest first. */
+static __always_inline bool sky1_walk_others(s32 cpu, u32 own, enum sky_pick pick)
+{
+	u32 i;
+
+	bpf_for(i, 1, nr_llcs) {
+		if (sky1_walk(sky_llc_dsq((own + i) % nr_llcs), cpu, pick)) {
+			sky_stat_inc(SKY_STAT_STEALS);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * SKY-1 dispatch for @cpu in domain @own: a warm or core-cold task of its
+ * own domain, else an LLC-cold task of another, else (after the grace) the
+ * highest-priority task anywhere. If it leaves tasks waiting for their own
+ * CPUs, the grace timer makes sure none waits much past its grace.
+ */
+static __always_inline bool sky1_dispatch(s32 cpu, u32 own)
+{
+	u64 dsq = sky_llc_dsq(own);
+
+	if (sky1_walk(dsq, cpu, SKY_PICK_HERE) || sky1_walk_others(cpu, own, SKY_PICK_FOREIGN))
+		return true;
+	if (sky1_walk(dsq, cpu, SKY_PICK_EXPIRED) || sky1_walk_others(cpu, own, SKY_PICK_EXPIRED)) {
+		sky_stat_inc(SKY_STAT_GRACE_EXPIRED);
+		return true;
+	}
+	if (scx_bpf_dsq_nr_queued(dsq) > 0)
+		sky_grace_arm(sky_cfg.affinity_grace_ns);
+	return false;
+}
+
+/*
+ * After queueing @p behind a busy previous CPU: wake an idle CPU for it at
+ * once if it may move (its cache decayed, or no grace), else let the grace
+ * timer do so only if its own CPU does not get to it in time.
+ */
+static __always_inline void sky1_queued(const struct task_struct *p)
+{
+	struct sky_task *tctx = sky_task_of(p);
+
+	if (!tctx || !sky_cfg.affinity_grace_ns ||
+	    sky1_decay(tctx, scx_bpf_now()) != SKY_WARM) {
+		sky_kick_idle_for(p);
+		return;
+	}
+	sky_grace_arm(sky_cfg.affinity_grace_ns);
 }
 
 #endif /* __SKY_SKY1_BPF_H */

@@ -57,6 +57,11 @@ pub struct RunOpts {
     #[arg(long, value_name = "US")]
     pub slice_us: Option<u64>,
 
+    /// How long an idle CPU leaves a warm task queued for the CPU it last
+    /// ran on, in microseconds; 0 is pure SKY-1 (overrides the policy).
+    #[arg(long, value_name = "US")]
+    pub affinity_grace_us: Option<u64>,
+
     /// Queued tasks a dispatch inspects for a cache-warm one, 1-32
     /// (overrides the policy).
     #[arg(long, value_name = "N")]

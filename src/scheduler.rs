@@ -42,6 +42,7 @@ impl<'a> Scheduler<'a> {
         let over = Overrides {
             walk_depth: opts.walk_depth,
             slice_us: opts.slice_us,
+            affinity_grace_us: opts.affinity_grace_us,
             decay_core_us: opts.decay_core_us,
             decay_llc_us: opts.decay_llc_us,
         };
@@ -56,12 +57,14 @@ impl<'a> Scheduler<'a> {
             if topo.smt() { "on" } else { "off" },
         );
         info!(
-            "decay thresholds: core {} us, llc {} us (derived {} / {} us); slice {} us, walk depth {}",
+            "decay thresholds: core {} us, llc {} us (derived {} / {} us); slice {} us, \
+             affinity grace {} us, walk depth {}",
             knobs.decay_core_ns / 1000,
             knobs.decay_llc_ns / 1000,
             derived.core_ns / 1000,
             derived.llc_ns / 1000,
             knobs.slice_ns / 1000,
+            knobs.affinity_grace_ns / 1000,
             knobs.walk_depth,
         );
 
@@ -147,6 +150,7 @@ fn write_config(cfg: &mut crate::bpf::skel::types::sky_config, k: &Knobs, genera
     cfg.decay_core_ns = k.decay_core_ns;
     cfg.decay_llc_ns = k.decay_llc_ns;
     cfg.slice_ns = k.slice_ns;
+    cfg.affinity_grace_ns = k.affinity_grace_ns;
     cfg.sleeper_credit_ns = k.sleeper_credit_ns;
     cfg.starve_ns = k.starve_ns;
     cfg.generation = generation;

@@ -7,8 +7,12 @@ use serde::Deserialize;
 use std::path::Path;
 
 /// The presets shipped in `scheds/`, by name.
-pub const PRESETS: [(&str, &str); 2] = [
+pub const PRESETS: [(&str, &str); 3] = [
     ("sky1", include_str!("../../../scheds/sky1.toml")),
+    (
+        "sky1-strict",
+        include_str!("../../../scheds/sky1-strict.toml"),
+    ),
     ("vtime", include_str!("../../../scheds/vtime.toml")),
 ];
 
@@ -22,6 +26,7 @@ pub struct Policy {
     pub affinity: bool,
     pub walk_depth: u32,
     pub slice_us: u64,
+    pub affinity_grace_us: u64,
     pub sleeper_credit_us: u64,
     pub starve_ms: u64,
     /// Left out: derived from cache sizes.
@@ -34,6 +39,7 @@ pub struct Policy {
 pub struct Overrides {
     pub walk_depth: Option<u32>,
     pub slice_us: Option<u64>,
+    pub affinity_grace_us: Option<u64>,
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
 }
@@ -44,6 +50,7 @@ pub struct Knobs {
     pub affinity: bool,
     pub walk_depth: u32,
     pub slice_ns: u64,
+    pub affinity_grace_ns: u64,
     pub sleeper_credit_ns: u64,
     pub starve_ns: u64,
     pub decay_core_ns: u64,
@@ -54,6 +61,7 @@ pub struct Knobs {
 /// (a zero slice never runs anything, a huge one turns off preemption).
 const WALK_DEPTH: (u64, u64) = (1, 32);
 const SLICE_US: (u64, u64) = (100, 100_000);
+const AFFINITY_GRACE_US: (u64, u64) = (0, 100_000);
 const SLEEPER_CREDIT_US: (u64, u64) = (0, 1_000_000);
 const STARVE_MS: (u64, u64) = (1, 10_000);
 const DECAY_US: (u64, u64) = (1, 10_000_000);
@@ -106,6 +114,18 @@ impl Policy {
             SLEEPER_CREDIT_US,
         )?;
         check("starve_ms", self.starve_ms, STARVE_MS)?;
+        check(
+            "affinity_grace_us",
+            self.affinity_grace_us,
+            AFFINITY_GRACE_US,
+        )?;
+        if self.affinity_grace_us >= self.starve_ms * 1000 {
+            bail!(
+                "affinity_grace_us = {} must stay below starve_ms = {} ms",
+                self.affinity_grace_us,
+                self.starve_ms
+            );
+        }
         if let Some(v) = self.decay_core_us {
             check("decay_core_us", v, DECAY_US)?;
         }
@@ -126,6 +146,7 @@ impl Policy {
         let mut p = self.clone();
         p.walk_depth = over.walk_depth.unwrap_or(p.walk_depth);
         p.slice_us = over.slice_us.unwrap_or(p.slice_us);
+        p.affinity_grace_us = over.affinity_grace_us.unwrap_or(p.affinity_grace_us);
         p.decay_core_us = over.decay_core_us.or(p.decay_core_us);
         p.decay_llc_us = over.decay_llc_us.or(p.decay_llc_us);
         p.validate().context("command-line override")?;
@@ -143,6 +164,7 @@ impl Policy {
             affinity: p.affinity,
             walk_depth: p.walk_depth,
             slice_ns: p.slice_us * 1000,
+            affinity_grace_ns: p.affinity_grace_us * 1000,
             sleeper_credit_ns: p.sleeper_credit_us * 1000,
             starve_ns: p.starve_ms * 1_000_000,
             decay_core_ns,

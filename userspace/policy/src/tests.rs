@@ -9,6 +9,7 @@ fn every_preset_parses_and_is_named_after_its_file() {
     }
     assert!(Policy::load("sky1").unwrap().affinity);
     assert!(!Policy::load("vtime").unwrap().affinity);
+    assert_eq!(Policy::load("sky1-strict").unwrap().affinity_grace_us, 0);
 }
 
 #[test]
@@ -65,6 +66,11 @@ fn bad_overrides_are_refused_by_name() {
         ..Default::default()
     };
     assert!(err(inverted).contains("must not exceed"));
+    let long_grace = Overrides {
+        affinity_grace_us: Some(60_000),
+        ..Default::default()
+    };
+    assert!(err(long_grace).contains("affinity_grace_us"));
 }
 
 #[test]
