@@ -66,6 +66,9 @@ static __always_inline u64 sky_grace_left(const struct sky_task *tctx, u64 now)
 	u64 queued = sky_queued_for(tctx, now);
 	u64 grace = sky_cfg.affinity_grace_ns, patience = 2 * sky_cfg.slice_ns;
 
+	/* No grace is pure SKY-1: any CPU may take any task at once. */
+	if (!grace)
+		return 0;
 	if (queued < grace)
 		return grace - queued;
 	if (queued >= patience || tctx->last_cpu < 0 ||

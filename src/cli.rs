@@ -87,7 +87,7 @@ pub struct RunOpts {
 /// Seconds given on the command line, checked: clap parses the number but
 /// not whether it is a usable duration.
 pub fn seconds(name: &str, value: f64) -> anyhow::Result<std::time::Duration> {
-    if !value.is_finite() || value < 0.0 || value > 1e9 {
+    if !value.is_finite() || !(0.0..=1e9).contains(&value) {
         anyhow::bail!("--{name} must be a number of seconds from 0 to 1e9, got {value}");
     }
     Ok(std::time::Duration::from_secs_f64(value))

@@ -7,7 +7,7 @@ mod scheduler;
 mod stats;
 
 use anyhow::Result;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
 use scheduler::Scheduler;
 use sky_topology::{format_cpulist, Topology};
@@ -15,7 +15,14 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 
 fn main() {
-    let cli = Cli::parse();
+    // The statistics are listed under --help from the shared header's
+    // descriptions, so the list cannot drift from what BPF counts.
+    let help = format!("Statistics (printed as name=value):\n{}", stats::describe());
+    let matches = Cli::command().after_long_help(help).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let level = if cli.run.verbose {
         simplelog::LevelFilter::Debug
     } else {

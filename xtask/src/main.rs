@@ -209,7 +209,7 @@ fn bench(cfg: &VmConfig, seconds: u32) -> Result<()> {
         "figures from /proc/<pid>/sched and schedstat; ratios are against EEVDF in this run\n"
     );
     println!(
-        "{:<16} {:>10} {:>8} {:>11} {:>9} {:>8} {:>13} {:>8}",
+        "{:<20} {:>10} {:>8} {:>11} {:>9} {:>8} {:>13} {:>8}",
         "scheduler", "work", "ratio", "migrations", "ratio", "last-cpu", "p99 wait us", "ratio"
     );
     for r in &rows {
@@ -229,7 +229,7 @@ fn bench(cfg: &VmConfig, seconds: u32) -> Result<()> {
             0.0
         };
         println!(
-            "{:<16} {:>10} {:>8} {:>11} {:>9} {:>7.1}% {:>13.1} {:>8}",
+            "{:<20} {:>10} {:>8} {:>11} {:>9} {:>7.1}% {:>13.1} {:>8}",
             r.get("scheduler").map_or("?", String::as_str),
             num("passes")?,
             ratio("passes")?,

@@ -1,0 +1,162 @@
+//! VM integration tests: each boots the sched_ext kernel under qemu with a
+//! chosen CPU topology, runs a scenario from tests/vm/ as root, and judges
+//! what it printed. They need qemu, busybox and the kernel (scripts/setup.sh)
+//! and the release binaries, so they are #[ignore]d in a plain `cargo test`;
+//! `cargo xtask test` builds everything and runs them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+use xtask::report::{self, Fields};
+use xtask::vm::{self, VmConfig};
+
+/// Boots `topology`, runs `tests/vm/<scenario>.sh`, requires exit status 0.
+fn run_scenario(scenario: &str, topology: &str) -> String {
+    let cfg = VmConfig {
+        topology: topology.parse().expect("topology"),
+        timeout: Duration::from_secs(900),
+        ..VmConfig::default()
+    };
+    let out = vm::run(&cfg, &format!("sh ./{scenario}.sh"))
+        .unwrap_or_else(|e| panic!("scenario {scenario} could not run: {e:#}"));
+    assert_eq!(
+        out.status,
+        0,
+        "scenario {scenario} exited {}:\n{}",
+        out.status,
+        vm::tail(&out.output, 60)
+    );
+    out.output
+}
+
+/// Every `check key=value` the scenario printed, later lines winning.
+fn checks(output: &str) -> Fields {
+    let mut all = BTreeMap::new();
+    for fields in report::lines_with(output, "check ") {
+        all.extend(fields);
+    }
+    all
+}
+
+fn check<'a>(c: &'a Fields, key: &str) -> &'a str {
+    c.get(key)
+        .unwrap_or_else(|| panic!("the scenario printed no check {key}=; checks: {c:?}"))
+}
+
+fn stat(stats: &Fields, key: &str) -> f64 {
+    report::number(stats, key).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// Clean unload and a kernel log free of sched_ext errors.
+fn assert_clean_exit(c: &Fields) {
+    assert_eq!(check(c, "sky_exit"), "0", "scx_sky did not exit cleanly");
+    assert_eq!(
+        check(c, "dmesg_errors"),
+        "0",
+        "dmesg reports scheduler errors"
+    );
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn loads_enables_and_unloads() {
+    let out = run_scenario("load", "2x2x2");
+    let c = checks(&out);
+    assert_eq!(check(&c, "state_before"), "disabled");
+    assert_eq!(check(&c, "state_running"), "enabled");
+    assert!(
+        check(&c, "ops").starts_with("sky_"),
+        "ops name {:?} is not scx_sky's",
+        check(&c, "ops")
+    );
+    assert_eq!(check(&c, "state_after"), "disabled");
+    assert_clean_exit(&c);
+    let stats = report::one_line(&out, "stats total:").unwrap();
+    assert!(
+        stat(&stats, "dispatches") > 0.0,
+        "no task was ever dispatched: {stats:?}"
+    );
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn sky1_workload_stays_on_its_last_cpus_without_idling() {
+    // SKY-1's set-up: 8 processes on 4 CPUs (two cache domains of an SMT pair).
+    let out = run_scenario("sky1", "2x1x2");
+    let c = checks(&out);
+    assert_clean_exit(&c);
+    let stats = report::one_line(&out, "stats total:").unwrap();
+    let share = stat(&stats, "last_cpu_share");
+    assert!(
+        stat(&stats, "dispatches") > 1000.0,
+        "too little scheduling to judge: {stats:?}"
+    );
+    assert!(
+        share >= 90.0,
+        "only {share}% of runs on the task's last CPU: {stats:?}"
+    );
+    assert_eq!(
+        stat(&stats, "idle_with_waiters"),
+        0.0,
+        "a CPU went idle while a task it could run waited past the bound"
+    );
+    // The kernel's own counters agree that tasks stayed put.
+    let work = report::one_line(&out, "result workload=cache-loop").unwrap();
+    assert_eq!(stat(&work, "procs"), 8.0);
+    let kernel_share = 1.0 - stat(&work, "migrations") / stat(&work, "timeslices");
+    assert!(
+        kernel_share >= 0.85,
+        "kernel counters show {:.1}% of runs on the same CPU: {work:?}",
+        kernel_share * 100.0
+    );
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn ten_thousand_thread_burst_is_survived() {
+    let out = run_scenario("burst", "2x2x2");
+    let c = checks(&out);
+    let burst = report::one_line(&out, "result workload=burst").unwrap();
+    assert_eq!(stat(&burst, "threads"), 10_000.0);
+    assert_eq!(
+        check(&c, "state_after_burst"),
+        "enabled",
+        "scx_sky was ejected during the burst"
+    );
+    assert_clean_exit(&c);
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn cpu_hotplug_under_load_is_handled_in_place() {
+    let out = run_scenario("hotplug", "2x2x2");
+    let c = checks(&out);
+    for cpu in [3, 5] {
+        assert_eq!(
+            check(&c, &format!("offline_cpu{cpu}")),
+            "0",
+            "cpu{cpu} did not go offline"
+        );
+        assert_eq!(
+            check(&c, &format!("online_cpu{cpu}")),
+            "1",
+            "cpu{cpu} did not come back"
+        );
+    }
+    assert_eq!(
+        check(&c, "state_after_hotplug"),
+        "enabled",
+        "scx_sky was ejected by hotplug"
+    );
+    assert_clean_exit(&c);
+    let stats = report::one_line(&out, "stats total:").unwrap();
+    assert!(
+        stat(&stats, "hotplug_events") >= 4.0,
+        "BPF saw too few hotplug events: {stats:?}"
+    );
+    // In place: no restart, so exactly one load.
+    assert_eq!(
+        out.matches("scx_sky attached").count(),
+        1,
+        "the scheduler was restarted"
+    );
+}
