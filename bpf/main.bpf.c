@@ -78,7 +78,7 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	s32 cpu;
 
 	if (sky_cfg.affinity)
-		cpu = sky1_select_cpu(p, prev_cpu, &direct);
+		cpu = sky1_select_cpu(p, prev_cpu, wake_flags, &direct);
 	else
 		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &direct);
 

@@ -46,7 +46,8 @@ static __always_inline enum sky_decay sky1_decay(const struct sky_task *tctx, u6
  * Wakeup placement. Returns the CPU to run on and sets *direct when the
  * task was handed to an idle CPU (it then skips the queues).
  */
-static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, bool *direct)
+static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
+					   bool *direct)
 {
 	struct sky_task *tctx = sky_task_of(p);
 	enum sky_decay decay;
@@ -54,7 +55,7 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 
 	*direct = false;
 	if (!tctx || !sky_task_is_free(p))
-		return scx_bpf_select_cpu_dfl(p, prev_cpu, 0, direct);
+		return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, direct);
 
 	if (scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
 		*direct = true;

@@ -29,6 +29,10 @@ enum Cmd {
         /// Scenario from tests/vm/ (without .sh), e.g. demo, load, sky1.
         #[arg(long, conflicts_with = "command")]
         scenario: Option<String>,
+        /// Run on this machine instead of in a VM (needs a sched_ext kernel
+        /// and root).
+        #[arg(long)]
+        native: bool,
         /// Shell command to run in the guest instead of a scenario.
         #[arg(last = true)]
         command: Vec<String>,
@@ -100,6 +104,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
         Cmd::Vm {
             vm,
             scenario,
+            native,
             command,
         } => {
             setup()?;
@@ -109,7 +114,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
                 None if command.is_empty() => bail!("give --scenario NAME or -- COMMAND"),
                 None => command.join(" "),
             };
-            exit_with(vm::run(&vm.config(), &cmd)?.status)
+            if native {
+                exit_with(run_native(&cmd)?)
+            } else {
+                exit_with(vm::run(&vm.config(), &cmd)?.status)
+            }
         }
         Cmd::Run { vm, args } => {
             setup()?;
@@ -130,6 +139,29 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             bench(&vm.config(), seconds)
         }
     }
+}
+
+/// Runs a scenario command on this machine, as the VM would: in tests/vm,
+/// with the release binaries first on PATH.
+fn run_native(cmd: &str) -> Result<i32> {
+    if !vm::host_has_sched_ext() {
+        bail!("this kernel has no sched_ext (/sys/kernel/sched_ext is missing): drop --native");
+    }
+    let bin_dir = xtask::paths::release_bin("scx_sky")?
+        .parent()
+        .context("release directory")?
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(workspace_root().join("tests/vm"))
+        .env("PATH", path)
+        .status()
+        .context("starting sh")?;
+    Ok(status.code().unwrap_or(1))
 }
 
 fn exit_with(status: i32) -> Result<()> {
