@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * sky_pvas.h - C interface to scx_sky shared spaces (libsky_pvas.so).
+ *
+ * A space is one address range mapped at the same address in every member,
+ * so pointers into it are valid in all of them. Member ID i (1..max) owns
+ * segment i, which begins with an export area any member can find from the
+ * ID. Members allocate their own data in their own segment.
+ *
+ * Return values: 0 or a count on success, a negated errno on failure
+ * (constructors return NULL); sky_pvas_last_error() describes the last
+ * failure on the calling thread. Blocking calls fail with -EPIPE if the
+ * peer dies or leaves and -ESHUTDOWN if the space is destroyed: they never
+ * block forever on a dead process.
+ */
+#ifndef SKY_PVAS_H
+#define SKY_PVAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct Space sky_pvas;
+typedef struct SkyQueue sky_pvas_queue;
+
+#define SKY_PVAS_EXPORT_WORDS 32
+#define SKY_PVAS_PUSH 0
+#define SKY_PVAS_PULL 1
+
+const char *sky_pvas_last_error(void);
+
+/* Space lifecycle. dir NULL means /dev/shm. */
+int sky_pvas_create(const char *name, const char *dir, uint32_t max_members,
+		    uint64_t segment_size, int group_access, char *path_out,
+		    size_t path_cap);
+int sky_pvas_path(const char *dir, const char *name, char *out, size_t cap);
+sky_pvas *sky_pvas_attach(const char *path, uint32_t id);
+/* Attach as set up by `scx_sky pvas run` (SKY_PVAS_PATH, SKY_PVAS_ID). */
+sky_pvas *sky_pvas_attach_env(void);
+void sky_pvas_detach(sky_pvas *space);
+int sky_pvas_destroy(const char *path);
+
+/* Addresses: identical in every member. */
+uint32_t sky_pvas_id(const sky_pvas *space);
+void *sky_pvas_segment(const sky_pvas *space, uint32_t id);
+uint64_t *sky_pvas_export_words(const sky_pvas *space, uint32_t id);
+void *sky_pvas_alloc(const sky_pvas *space, size_t len, size_t align);
+
+/*
+ * One-copy messages, in order per pair. Messages over the eager size need
+ * a receive buffer inside the receiver's segment (sky_pvas_alloc).
+ */
+int sky_pvas_set_eager_max(const sky_pvas *space, size_t bytes);
+int sky_pvas_send(const sky_pvas *space, uint32_t to, const void *buf, size_t len);
+int64_t sky_pvas_recv(const sky_pvas *space, uint32_t from, void *buf, size_t cap);
+
+/*
+ * Persistent queue (one sender, one receiver). The owner (the receiver for
+ * PUSH, the sender for PULL) passes create=1; the other side create=0.
+ * Close queues before detaching their space.
+ */
+sky_pvas_queue *sky_pvas_queue(const sky_pvas *space, int create, int mode,
+			       uint32_t sender, uint32_t receiver, uint32_t slot,
+			       uint32_t entry_size, uint32_t entry_count);
+void sky_pvas_queue_close(sky_pvas_queue *queue);
+int sky_pvas_enqueue(const sky_pvas_queue *queue, const void *buf, size_t len);
+int64_t sky_pvas_dequeue(const sky_pvas_queue *queue, void *buf, size_t cap);
+int sky_pvas_flush(const sky_pvas_queue *queue);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SKY_PVAS_H */

@@ -1,0 +1,193 @@
+//! sky-pvas-peer: one member process for the multi-process tests and the
+//! benchmark. `sky-pvas-peer PATH ID ROLE [ARGS]`; prints `ok ...` lines
+//! and exits 0 on success, prints `error: ...` and exits 1 otherwise.
+
+use sky_pvas::pattern;
+use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
+use sky_pvas::{Error, Space};
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+#[repr(C)]
+struct Node {
+    value: u64,
+    next: *const Node,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = run(&args) {
+        println!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn num<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T, Error> {
+    args.get(i)
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| Error::Invalid(format!("argument {i} ({what}) missing or not a number")))
+}
+
+fn mode(arg: Option<&String>) -> Result<Mode, Error> {
+    match arg.map(String::as_str) {
+        Some("push") => Ok(Mode::Push),
+        Some("pull") => Ok(Mode::Pull),
+        other => Err(Error::Invalid(format!(
+            "mode {other:?} is neither push nor pull"
+        ))),
+    }
+}
+
+fn say(line: String) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn run(args: &[String]) -> Result<(), Error> {
+    if args.len() < 3 {
+        return Err(Error::Invalid(
+            "usage: sky-pvas-peer PATH ID ROLE [ARGS]".into(),
+        ));
+    }
+    let space = Space::attach(Path::new(&args[0]), num(args, 1, "ID")?)?;
+    let rest = &args[3..];
+    match args[2].as_str() {
+        // Build a linked list in our own segment and publish its head.
+        "export-list" => {
+            let n: u64 = num(rest, 0, "length")?;
+            let peer: u32 = num(rest, 1, "peer")?;
+            let mut next: *const Node = std::ptr::null();
+            for v in (1..=n).rev() {
+                let node = space.alloc(std::mem::size_of::<Node>(), 8)? as *mut Node;
+                // SAFETY: fresh allocation in our segment.
+                unsafe { node.write(Node { value: v, next }) };
+                next = node;
+            }
+            space.export(space.id())?.words[0].store(next as u64, Ordering::Release);
+            say(format!("ok head={:#x}", next as u64));
+            // Stay a member until the walker is done.
+            let mut buf = [0u8; 1];
+            space.recv(peer, &mut buf)?;
+        }
+        // Follow the owner's pointers directly: valid here too.
+        "walk-list" => {
+            let owner: u32 = num(rest, 0, "owner")?;
+            let word = &space.export(owner)?.words[0];
+            let t = std::time::Instant::now();
+            while word.load(Ordering::Acquire) == 0 {
+                if t.elapsed().as_secs() > 10 {
+                    return Err(Error::TimedOut);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let (mut p, mut sum, mut len) =
+                (word.load(Ordering::Acquire) as *const Node, 0u64, 0u64);
+            while !p.is_null() {
+                if !space.in_segment(owner, p as u64, 16) {
+                    return Err(Error::Invalid(format!(
+                        "pointer {:#x} outside the owner's segment",
+                        p as u64
+                    )));
+                }
+                // SAFETY: checked to lie in the owner's segment.
+                unsafe {
+                    sum += (*p).value;
+                    p = (*p).next;
+                }
+                len += 1;
+            }
+            say(format!("ok len={len} sum={sum}"));
+            space.send(owner, &[1])?;
+        }
+        "send" => {
+            let to: u32 = num(rest, 0, "peer")?;
+            let sizes: Vec<usize> = rest[1..].iter().filter_map(|s| s.parse().ok()).collect();
+            let mut data = vec![0u8; sizes.iter().copied().max().unwrap_or(0)];
+            for (k, &size) in sizes.iter().enumerate() {
+                pattern::fill(k as u64, &mut data[..size]);
+                space.send(to, &data[..size])?;
+            }
+            say(format!("ok sent={}", sizes.len()));
+        }
+        "recv" => {
+            let from: u32 = num(rest, 0, "peer")?;
+            let sizes: Vec<usize> = rest[1..].iter().filter_map(|s| s.parse().ok()).collect();
+            let buf = space.alloc_bytes(sizes.iter().copied().max().unwrap_or(0))?;
+            for (k, &size) in sizes.iter().enumerate() {
+                let n = space.recv(from, buf)?;
+                if n != size {
+                    return Err(Error::Invalid(format!(
+                        "message {k}: {n} bytes, expected {size}"
+                    )));
+                }
+                if let Some(at) = pattern::first_mismatch(k as u64, &buf[..n]) {
+                    return Err(Error::Invalid(format!(
+                        "message {k} ({size} B) differs at byte {at}"
+                    )));
+                }
+            }
+            say(format!("ok received={}", sizes.len()));
+        }
+        // queue-send MODE RECEIVER COUNT ENTRY_SIZE ENTRIES [SLOT]
+        "queue-send" | "queue-recv" => {
+            let spec = QueueSpec {
+                mode: mode(rest.first())?,
+                sender: if args[2] == "queue-send" {
+                    space.id()
+                } else {
+                    num(rest, 1, "peer")?
+                },
+                receiver: if args[2] == "queue-send" {
+                    num(rest, 1, "peer")?
+                } else {
+                    space.id()
+                },
+                slot: num(rest, 5, "slot").unwrap_or(0),
+                entry_size: num(rest, 3, "entry size")?,
+                entry_count: num(rest, 4, "entries")?,
+            };
+            let count: u64 = num(rest, 2, "messages")?;
+            let q = if spec.owner() == space.id() {
+                PmQueue::create(&space, spec)?
+            } else {
+                PmQueue::open(&space, spec)?
+            };
+            say("ok ready".into());
+            let mut buf = vec![0u8; spec.entry_size as usize];
+            if args[2] == "queue-send" {
+                for k in 0..count {
+                    let len = 1 + (k as usize * 13) % spec.entry_size as usize;
+                    pattern::fill(k, &mut buf[..len]);
+                    q.enqueue(&buf[..len])?;
+                    say(format!("returned {k}"));
+                }
+                q.flush()?;
+                say("ok flushed".into());
+            } else {
+                for k in 0..count {
+                    let n = q.dequeue(&mut buf)?;
+                    let want = 1 + (k as usize * 13) % spec.entry_size as usize;
+                    if n != want || pattern::first_mismatch(k, &buf[..n]).is_some() {
+                        return Err(Error::Invalid(format!(
+                            "message {k} out of order or damaged"
+                        )));
+                    }
+                }
+                say(format!("ok dequeued={count}"));
+            }
+        }
+        // Attach and wait to be killed or for the space to go.
+        "hold" => {
+            say("ok holding".into());
+            let mut buf = [0u8; 1];
+            match space.recv(space.id(), &mut buf) {
+                Err(Error::Destroyed) => say("ok destroyed".into()),
+                other => return Err(Error::Invalid(format!("hold ended with {other:?}"))),
+            }
+        }
+        other => return Err(Error::Invalid(format!("unknown role {other:?}"))),
+    }
+    Ok(())
+}

@@ -1,0 +1,324 @@
+//! The C ABI (include/sky_pvas.h). Functions return 0 or a count on
+//! success and a negated errno on failure (NULL for constructors); the
+//! message of the last failure on this thread is sky_pvas_last_error().
+//! No Rust panic crosses the boundary.
+
+use crate::layout::EXPORT_WORDS;
+use crate::pmq::{Mode, PmQueue, QueueSpec};
+use crate::space::{path_for, CreateOptions};
+use crate::{Error, Space};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(msg: String) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// Runs `f`, turning errors and panics into a negated errno.
+fn guard(f: impl FnOnce() -> Result<i64, Error>) -> i64 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            set_error(e.to_string());
+            -(e.errno() as i64)
+        }
+        Err(_) => {
+            set_error("internal error (panic) in sky_pvas".into());
+            -(libc::EIO as i64)
+        }
+    }
+}
+
+fn guard_ptr<T>(f: impl FnOnce() -> Result<*mut T, Error>) -> *mut T {
+    let mut out = std::ptr::null_mut();
+    guard(|| {
+        out = f()?;
+        Ok(0)
+    });
+    out
+}
+
+unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, Error> {
+    if p.is_null() {
+        return Err(Error::Invalid(format!("{what} is NULL")));
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|_| Error::Invalid(format!("{what} is not UTF-8")))
+}
+
+unsafe fn space<'a>(s: *const Space) -> Result<&'a Space, Error> {
+    s.as_ref()
+        .ok_or_else(|| Error::Invalid("space handle is NULL".into()))
+}
+
+pub struct SkyQueue {
+    queue: PmQueue<'static>,
+}
+
+#[no_mangle]
+pub extern "C" fn sky_pvas_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Creates a space named `name` in `dir` (NULL: /dev/shm); writes its path
+/// to `path_out` (`path_cap` bytes) if not NULL.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_create(
+    name: *const c_char,
+    dir: *const c_char,
+    max_members: u32,
+    segment_size: u64,
+    group_access: c_int,
+    path_out: *mut c_char,
+    path_cap: usize,
+) -> c_int {
+    guard(|| {
+        let name = str_arg(name, "name")?;
+        let mut opts = CreateOptions {
+            max_members,
+            segment_size,
+            group_access: group_access != 0,
+            ..Default::default()
+        };
+        if !dir.is_null() {
+            opts.dir = PathBuf::from(str_arg(dir, "dir")?);
+        }
+        let space = Space::create(name, &opts)?;
+        if !path_out.is_null() {
+            let p = space.path().to_string_lossy();
+            if p.len() + 1 > path_cap {
+                return Err(Error::Invalid(format!(
+                    "path buffer of {path_cap} bytes is too small"
+                )));
+            }
+            std::ptr::copy_nonoverlapping(p.as_ptr(), path_out as *mut u8, p.len());
+            *path_out.add(p.len()) = 0;
+        }
+        Ok(0)
+    }) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_path(
+    dir: *const c_char,
+    name: *const c_char,
+    out: *mut c_char,
+    cap: usize,
+) -> c_int {
+    guard(|| {
+        let dir = if dir.is_null() {
+            crate::space::DEFAULT_DIR
+        } else {
+            str_arg(dir, "dir")?
+        };
+        let p = path_for(Path::new(dir), str_arg(name, "name")?);
+        let p = p.to_string_lossy();
+        if out.is_null() || p.len() + 1 > cap {
+            return Err(Error::Invalid("path buffer is NULL or too small".into()));
+        }
+        std::ptr::copy_nonoverlapping(p.as_ptr(), out as *mut u8, p.len());
+        *out.add(p.len()) = 0;
+        Ok(0)
+    }) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_attach(path: *const c_char, id: u32) -> *mut Space {
+    guard_ptr(|| {
+        Ok(Box::into_raw(Box::new(Space::attach(
+            Path::new(str_arg(path, "path")?),
+            id,
+        )?)))
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn sky_pvas_attach_env() -> *mut Space {
+    guard_ptr(|| Ok(Box::into_raw(Box::new(Space::attach_from_env()?))))
+}
+
+/// Leaves the space and frees the handle (close its queues first).
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_detach(s: *mut Space) {
+    if !s.is_null() {
+        drop(Box::from_raw(s));
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_destroy(path: *const c_char) -> c_int {
+    guard(|| {
+        Space::open(Path::new(str_arg(path, "path")?))?.destroy()?;
+        Ok(0)
+    }) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_id(s: *const Space) -> u32 {
+    s.as_ref().map_or(0, Space::id)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_segment(s: *const Space, id: u32) -> *mut c_void {
+    guard_ptr(|| Ok(space(s)?.segment(id)? as *mut c_void))
+}
+
+/// The EXPORT_WORDS words of member `id`'s export area.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_export_words(s: *const Space, id: u32) -> *mut u64 {
+    const _: () = assert!(
+        EXPORT_WORDS == 32,
+        "keep SKY_PVAS_EXPORT_WORDS in sky_pvas.h in step"
+    );
+    guard_ptr(|| Ok(space(s)?.export(id)?.words.as_ptr() as *mut u64))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_alloc(s: *const Space, len: usize, align: usize) -> *mut c_void {
+    guard_ptr(|| Ok(space(s)?.alloc(len, align)? as *mut c_void))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_set_eager_max(s: *const Space, bytes: usize) -> c_int {
+    guard(|| space(s)?.set_eager_max(bytes).map(|_| 0)) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_send(
+    s: *const Space,
+    to: u32,
+    buf: *const c_void,
+    len: usize,
+) -> c_int {
+    guard(|| {
+        let data = if len == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(buf as *const u8, len)
+        };
+        space(s)?.send(to, data).map(|_| 0)
+    }) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_recv(
+    s: *const Space,
+    from: u32,
+    buf: *mut c_void,
+    cap: usize,
+) -> i64 {
+    guard(|| {
+        let out = if cap == 0 {
+            &mut [][..]
+        } else {
+            std::slice::from_raw_parts_mut(buf as *mut u8, cap)
+        };
+        Ok(space(s)?.recv(from, out)? as i64)
+    })
+}
+
+unsafe fn queue_spec(
+    mode: c_int,
+    sender: u32,
+    receiver: u32,
+    slot: u32,
+    entry_size: u32,
+    entry_count: u32,
+) -> Result<QueueSpec, Error> {
+    let mode = match mode {
+        0 => Mode::Push,
+        1 => Mode::Pull,
+        m => {
+            return Err(Error::Invalid(format!(
+                "queue mode {m} is neither PUSH (0) nor PULL (1)"
+            )))
+        }
+    };
+    Ok(QueueSpec {
+        mode,
+        sender,
+        receiver,
+        slot,
+        entry_size,
+        entry_count,
+    })
+}
+
+/// `create`: the owner makes the queue area; else opens the owner's.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_queue(
+    s: *const Space,
+    create: c_int,
+    mode: c_int,
+    sender: u32,
+    receiver: u32,
+    slot: u32,
+    entry_size: u32,
+    entry_count: u32,
+) -> *mut SkyQueue {
+    guard_ptr(|| {
+        // The C caller promises to close queues before detaching the space.
+        let sp: &'static Space = &*(space(s)? as *const Space);
+        let spec = queue_spec(mode, sender, receiver, slot, entry_size, entry_count)?;
+        let queue = if create != 0 {
+            PmQueue::create(sp, spec)?
+        } else {
+            PmQueue::open(sp, spec)?
+        };
+        Ok(Box::into_raw(Box::new(SkyQueue { queue })))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_queue_close(q: *mut SkyQueue) {
+    if !q.is_null() {
+        drop(Box::from_raw(q));
+    }
+}
+
+unsafe fn queue<'a>(q: *const SkyQueue) -> Result<&'a PmQueue<'static>, Error> {
+    q.as_ref()
+        .map(|q| &q.queue)
+        .ok_or_else(|| Error::Invalid("queue handle is NULL".into()))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_enqueue(
+    q: *const SkyQueue,
+    buf: *const c_void,
+    len: usize,
+) -> c_int {
+    guard(|| {
+        let data = if len == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(buf as *const u8, len)
+        };
+        queue(q)?.enqueue(data).map(|_| 0)
+    }) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_dequeue(q: *const SkyQueue, buf: *mut c_void, cap: usize) -> i64 {
+    guard(|| {
+        let out = if cap == 0 {
+            &mut [][..]
+        } else {
+            std::slice::from_raw_parts_mut(buf as *mut u8, cap)
+        };
+        Ok(queue(q)?.dequeue(out)? as i64)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_flush(q: *const SkyQueue) -> c_int {
+    guard(|| queue(q)?.flush().map(|_| 0)) as c_int
+}

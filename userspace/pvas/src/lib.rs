@@ -1,0 +1,93 @@
+//! PVAS-like shared spaces for scx_sky (see docs/pvas.md).
+//!
+//! A *space* is one virtual address range, backed by a file, mapped at the
+//! same address in every member process, so a pointer into it means the
+//! same thing everywhere. It is cut into fixed-size segments: member ID i
+//! owns segment i, which starts with an export area any member can find
+//! from the ID alone. On top of that: one-copy messaging ([`msg`]) and a
+//! push/pull persistent-memory queue ([`pmq`]). The member table doubles as
+//! the scheduler's gang and PM-writer hints ([`hints`]).
+
+pub mod ffi;
+pub mod hints;
+pub mod layout;
+pub mod msg;
+pub mod pattern;
+pub mod persist;
+pub mod pmq;
+mod proc;
+pub mod space;
+mod wait;
+
+pub use space::{CreateOptions, Space};
+
+/// Everything that can go wrong, each naming what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("not a scx_sky shared space (bad magic)")]
+    BadMagic,
+    #[error("space layout version {found}, this build reads version {supported}")]
+    BadVersion { found: u32, supported: u32 },
+    #[error("corrupt space header: {0}")]
+    BadHeader(String),
+    #[error("space file is truncated: {found} bytes, the header needs {needed}")]
+    Truncated { needed: u64, found: u64 },
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    #[error("address range {base:#x}+{len:#x} is already in use in this process")]
+    AddressInUse { base: u64, len: u64 },
+    #[error("member ID {0} is held by a live process")]
+    IdTaken(u32),
+    #[error("member {0} is not attached")]
+    NotAttached(u32),
+    #[error("member {0} died or left")]
+    PeerGone(u32),
+    #[error("the space was destroyed")]
+    Destroyed,
+    #[error("message of {len} bytes does not fit: {cap} bytes at most")]
+    TooLarge { len: u64, cap: u64 },
+    #[error("segment {id} heap is full: {wanted} bytes wanted, {left} left")]
+    OutOfSpace { id: u32, wanted: u64, left: u64 },
+    #[error("timed out")]
+    TimedOut,
+    #[error("queue entry {0} is torn or corrupt")]
+    Corrupt(u64),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl std::fmt::Display, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_string(),
+            source,
+        }
+    }
+
+    /// The errno-style code the C ABI returns (negated).
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            Error::BadMagic
+            | Error::BadVersion { .. }
+            | Error::BadHeader(_)
+            | Error::Truncated { .. } => libc::EBADF,
+            Error::Invalid(_) => libc::EINVAL,
+            Error::AddressInUse { .. } => libc::EADDRINUSE,
+            Error::IdTaken(_) => libc::EBUSY,
+            Error::NotAttached(_) => libc::ENOENT,
+            Error::PeerGone(_) => libc::EPIPE,
+            Error::Destroyed => libc::ESHUTDOWN,
+            Error::TooLarge { .. } => libc::EMSGSIZE,
+            Error::OutOfSpace { .. } => libc::ENOMEM,
+            Error::TimedOut => libc::ETIMEDOUT,
+            Error::Corrupt(_) => libc::EBADMSG,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

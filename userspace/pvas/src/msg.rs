@@ -1,0 +1,122 @@
+//! One-copy messaging between members (blocking, in order, per pair).
+//!
+//! Rendezvous (large messages): the receiver posts "clear to send" with the
+//! address of its buffer in its own export area; the sender announces the
+//! message ("ready to send"), waits for that, and copies straight into the
+//! receiver's buffer: one copy. Because the receiver posts as soon as it
+//! calls recv, a sender that arrives second finds the address waiting and
+//! skips the round trip, as the PVAS paper proposes.
+//!
+//! Eager (small messages, up to `Space::eager_max`): the sender copies into
+//! a bounce buffer in the receiver's mailbox without waiting, the receiver
+//! copies out: two copies, but no handshake, which wins for small sizes.
+
+use crate::layout::*;
+use crate::wait::{wait_until, wake};
+use crate::{Error, Result, Space};
+use std::sync::atomic::Ordering;
+
+impl Space {
+    fn mailbox(&self, receiver: u32, sender: u32) -> Result<&Mailbox> {
+        Ok(&self.export(receiver)?.mailboxes[sender as usize])
+    }
+
+    /// Sends `data` to member `to`; returns once it is in `to`'s memory.
+    pub fn send(&self, to: u32, data: &[u8]) -> Result<()> {
+        let me = self.my_export().map(|_| self.id())?;
+        let peer = self.peer(to)?;
+        let mb = self.mailbox(to, me)?;
+        let seq = mb.done_seq.load(Ordering::Acquire) + 1;
+        let len = data.len() as u64;
+        if data.len() <= self.eager_max() {
+            // The bounce buffer is free once the previous message was taken.
+            wait_until(self, &mb.wake, Some(peer), None, || {
+                mb.consumed_seq.load(Ordering::Acquire) + 1 >= seq
+            })?;
+            // SAFETY: only this sender writes the eager buffer, and the
+            // receiver is done with it (consumed_seq).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr(),
+                    mb.eager.as_ptr() as *mut u8,
+                    data.len(),
+                )
+            };
+            return self.complete(mb, seq, len, KIND_EAGER);
+        }
+        mb.rts_len.store(len, Ordering::Relaxed);
+        mb.rts_seq.store(seq, Ordering::Release);
+        wake(&mb.wake);
+        wait_until(self, &mb.wake, Some(peer), None, || {
+            mb.cts_seq.load(Ordering::Acquire) >= seq
+        })?;
+        let addr = mb.cts_addr.load(Ordering::Relaxed);
+        let cap = mb.cts_cap.load(Ordering::Relaxed);
+        if cap < len || !self.in_segment(to, addr, len) {
+            self.complete(mb, seq, len, KIND_TOO_SMALL)?;
+            return Err(Error::TooLarge { len, cap });
+        }
+        // SAFETY: [addr, addr+len) is inside the receiver's segment (checked
+        // above) and was posted by the receiver for exactly this message.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+        self.complete(mb, seq, len, KIND_RENDEZVOUS)
+    }
+
+    fn complete(&self, mb: &Mailbox, seq: u64, len: u64, kind: u32) -> Result<()> {
+        mb.done_len.store(len, Ordering::Relaxed);
+        mb.done_kind.store(kind, Ordering::Relaxed);
+        mb.done_seq.store(seq, Ordering::Release);
+        wake(&mb.wake);
+        Ok(())
+    }
+
+    /// Receives the next message from member `from` into `buf` and returns
+    /// its length. For messages above the eager size `buf` must lie in this
+    /// member's segment (see [`Space::alloc_bytes`]): that is where the
+    /// sender copies to.
+    pub fn recv(&self, from: u32, buf: &mut [u8]) -> Result<usize> {
+        let me = self.my_export().map(|_| self.id())?;
+        let peer = self.peer(from)?;
+        let mb = self.mailbox(me, from)?;
+        let seq = mb.consumed_seq.load(Ordering::Acquire) + 1;
+        let addr = buf.as_mut_ptr() as u64;
+        let in_space = self.in_segment(me, addr, buf.len() as u64);
+        mb.cts_addr
+            .store(if in_space { addr } else { 0 }, Ordering::Relaxed);
+        mb.cts_cap.store(
+            if in_space { buf.len() as u64 } else { 0 },
+            Ordering::Relaxed,
+        );
+        mb.cts_seq.store(seq, Ordering::Release);
+        wake(&mb.wake);
+        wait_until(self, &mb.wake, Some(peer), None, || {
+            mb.done_seq.load(Ordering::Acquire) >= seq
+        })?;
+        let len = mb.done_len.load(Ordering::Relaxed);
+        let result = match mb.done_kind.load(Ordering::Relaxed) {
+            KIND_EAGER if len as usize > buf.len() => {
+                // Leave it queued: a larger buffer can still take it.
+                return Err(Error::TooLarge {
+                    len,
+                    cap: buf.len() as u64,
+                });
+            }
+            KIND_EAGER => {
+                // SAFETY: the sender finished writing (done_seq, Acquire).
+                unsafe { std::ptr::copy_nonoverlapping(mb.eager.as_ptr(), buf.as_mut_ptr(), len as usize) };
+                Ok(len as usize)
+            }
+            KIND_RENDEZVOUS => Ok(len as usize),
+            _ if !in_space => Err(Error::Invalid(format!(
+                "a {len}-byte message needs a receive buffer inside member {me}'s segment (alloc_bytes)"
+            ))),
+            _ => Err(Error::TooLarge {
+                len,
+                cap: buf.len() as u64,
+            }),
+        };
+        mb.consumed_seq.store(seq, Ordering::Release);
+        wake(&mb.wake);
+        result
+    }
+}

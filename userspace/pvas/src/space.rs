@@ -1,0 +1,687 @@
+//! Creating, attaching to and destroying a shared space.
+
+use crate::layout::*;
+use crate::persist::PersistMode;
+use crate::proc;
+use crate::wait::{self, Peer};
+use crate::{hints, Error, Result};
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+/// Where spaces live unless told otherwise.
+pub const DEFAULT_DIR: &str = "/dev/shm";
+/// Backing files are named `<prefix><space name>`.
+pub const FILE_PREFIX: &str = "scx_sky-pvas-";
+/// Spaces are placed in this otherwise unused part of the x86-64 user
+/// address space (32-80 TiB), where neither the heap, PIE binaries nor
+/// top-down mmap allocations land.
+const PLACEMENT_START: u64 = 0x2000_0000_0000;
+const PLACEMENT_END: u64 = 0x5000_0000_0000;
+/// How long a member waits for a peer it talks to to attach.
+const JOIN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+#[derive(Debug, Clone)]
+pub struct CreateOptions {
+    /// Directory of the backing file (e.g. a DAX filesystem for PM).
+    pub dir: PathBuf,
+    pub max_members: u32,
+    pub segment_size: u64,
+    /// Fixed base address; by default one is derived from the name.
+    pub base: Option<u64>,
+    /// Mode 0660 instead of 0600: members of the file's group may attach.
+    pub group_access: bool,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions {
+            dir: PathBuf::from(DEFAULT_DIR),
+            max_members: 8,
+            segment_size: 32 << 20,
+            base: None,
+            group_access: false,
+        }
+    }
+}
+
+/// A mapped space. `id` is this process's member ID, 0 if it only
+/// administers the space (create, list, destroy) without being a member.
+pub struct Space {
+    path: PathBuf,
+    header: HeaderFixed,
+    base: *mut u8,
+    id: u32,
+    persist: PersistMode,
+    eager_max: std::cell::Cell<usize>,
+    _file: File,
+}
+
+// The mapping is shared memory accessed through atomics; the handle may
+// move between threads (but is not Sync: eager_max is a Cell).
+unsafe impl Send for Space {}
+
+pub fn validate_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "space name {name:?}: use 1-64 letters, digits, '-', '_' or '.', not starting with '.'"
+        )))
+    }
+}
+
+pub fn path_for(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{FILE_PREFIX}{name}"))
+}
+
+fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A base derived from the name, so unrelated spaces rarely collide.
+fn default_base(name: &str, total: u64, attempt: u64) -> u64 {
+    let stride = round_up(total, 1 << 30);
+    let slots = ((PLACEMENT_END - PLACEMENT_START) / stride).max(1);
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    PLACEMENT_START + ((hash.wrapping_add(attempt)) % slots) * stride
+}
+
+impl Space {
+    /// Creates a space and its backing file. The file appears under its
+    /// final name only once fully reserved and initialised, so a failed
+    /// create leaves nothing behind. The creator is not a member.
+    pub fn create(name: &str, opts: &CreateOptions) -> Result<Space> {
+        validate_name(name)?;
+        if opts.max_members == 0 || opts.max_members > MAX_MEMBERS {
+            return Err(Error::Invalid(format!(
+                "max members {} outside 1..={MAX_MEMBERS}",
+                opts.max_members
+            )));
+        }
+        check_segment_size(opts.segment_size, opts.max_members).map_err(Error::Invalid)?;
+        let total = opts.segment_size * (opts.max_members as u64 + 1);
+        let path = path_for(&opts.dir, name);
+        let tmp = opts
+            .dir
+            .join(format!(".{FILE_PREFIX}{name}.{}", proc::my_pid()));
+        let mode = if opts.group_access { 0o660 } else { 0o600 };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(|e| Error::io(tmp.display(), e))?;
+        let cleanup = |e: Error| {
+            let _ = std::fs::remove_file(&tmp);
+            e
+        };
+        // Reserve every byte now: a full tmpfs fails here, not as a SIGBUS
+        // in some member later.
+        // SAFETY: fallocate on a file we own.
+        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, total as libc::off_t) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(cleanup(Error::io(
+                format!("reserving {total} bytes for {}", path.display()),
+                e,
+            )));
+        }
+        let base = match opts.base {
+            Some(b) => b,
+            None => (0..16)
+                .map(|a| default_base(name, total, a))
+                .find(|&b| range_is_free(b, total))
+                .unwrap_or_else(|| default_base(name, total, 0)),
+        };
+        let header = HeaderFixed::new(
+            opts.max_members,
+            opts.segment_size,
+            base,
+            proc::my_pid(),
+            now_unix_ns(),
+        );
+        // Validate what we are about to write exactly as attach will.
+        HeaderFixed::parse(&header.to_bytes(), total)
+            .map_err(|e| cleanup(Error::Invalid(e.to_string())))?;
+        file.write_all_at(&header.to_bytes(), 0)
+            .and_then(|_| file.write_all_at(&SPACE_ACTIVE.to_le_bytes(), FIXED_BYTES as u64))
+            .and_then(|_| file.sync_all())
+            .map_err(|e| cleanup(Error::io(tmp.display(), e)))?;
+        // Publish under the final name; fails if the name exists.
+        std::fs::hard_link(&tmp, &path).map_err(|e| cleanup(Error::io(path.display(), e)))?;
+        let _ = std::fs::remove_file(&tmp);
+        hints::register(name, &path);
+        Self::map(path, file, header, 0)
+    }
+
+    /// Maps an existing space without joining it (for tools).
+    pub fn open(path: &Path) -> Result<Space> {
+        let (file, header) = Self::read_header(path)?;
+        Self::map(path.to_path_buf(), file, header, 0)
+    }
+
+    /// Maps a space and joins it as member `id`. A slot left by a dead
+    /// process is reclaimed; one held by a live process is refused.
+    pub fn attach(path: &Path, id: u32) -> Result<Space> {
+        let (file, header) = Self::read_header(path)?;
+        if id == 0 || id > header.max_members {
+            return Err(Error::Invalid(format!(
+                "member ID {id} outside 1..={}",
+                header.max_members
+            )));
+        }
+        let mut space = Self::map(path.to_path_buf(), file, header, 0)?;
+        if space.destroyed() {
+            return Err(Error::Destroyed);
+        }
+        space.claim(id)?;
+        space.id = id;
+        Ok(space)
+    }
+
+    /// Attaches as `SKY_PVAS_ID` to `SKY_PVAS_PATH`, as set by
+    /// `scx_sky pvas run`.
+    pub fn attach_from_env() -> Result<Space> {
+        let path = std::env::var_os("SKY_PVAS_PATH").ok_or_else(|| {
+            Error::Invalid("SKY_PVAS_PATH is not set (start with scx_sky pvas run)".into())
+        })?;
+        let id = std::env::var("SKY_PVAS_ID")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| Error::Invalid("SKY_PVAS_ID is not set to a member ID".into()))?;
+        Self::attach(Path::new(&path), id)
+    }
+
+    fn read_header(path: &Path) -> Result<(File, HeaderFixed)> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path.display(), e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(path.display(), e))?
+            .len();
+        let mut buf = [0u8; FIXED_BYTES];
+        let n = read_prefix(&file, &mut buf).map_err(|e| Error::io(path.display(), e))?;
+        let header = HeaderFixed::parse(&buf[..n], len)?;
+        Ok((file, header))
+    }
+
+    fn map(path: PathBuf, file: File, header: HeaderFixed, id: u32) -> Result<Space> {
+        let (base, mut persist) = map_fixed(&file, &path, header.base, header.total_size)?;
+        // Testing and debugging knob: exercise a persistence path anywhere.
+        match std::env::var("SKY_PVAS_PERSIST").as_deref() {
+            Ok("volatile") => persist = PersistMode::Volatile,
+            Ok("msync") => persist = PersistMode::Msync,
+            Ok("flush") => persist = PersistMode::FlushFence,
+            _ => {}
+        }
+        Ok(Space {
+            path,
+            header,
+            base,
+            id,
+            persist,
+            eager_max: std::cell::Cell::new(8 * 1024),
+            _file: file,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub fn header(&self) -> &HeaderFixed {
+        &self.header
+    }
+
+    pub fn persist_mode(&self) -> PersistMode {
+        self.persist
+    }
+
+    /// Overrides the persistence mode detected at attach (e.g. to exercise
+    /// msync on tmpfs).
+    pub fn set_persist_mode(&mut self, mode: PersistMode) {
+        self.persist = mode;
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    fn live(&self) -> &HeaderLive {
+        // SAFETY: the control segment starts with HeaderFixed then, at
+        // FIXED_BYTES (8-aligned), HeaderLive; both inside the mapping.
+        unsafe { &*(self.base.add(FIXED_BYTES) as *const HeaderLive) }
+    }
+
+    pub(crate) fn slot(&self, id: u32) -> &MemberSlot {
+        assert!(
+            id >= 1 && id <= self.header.max_members,
+            "member ID {id} out of range"
+        );
+        // SAFETY: the member table follows the header page; id is in range.
+        unsafe { &*(self.base.add(HEADER_BYTES) as *const MemberSlot).add(id as usize) }
+    }
+
+    /// Start of member `id`'s segment: the same address in every member.
+    pub fn segment(&self, id: u32) -> Result<*mut u8> {
+        self.check_id(id)?;
+        // SAFETY: id <= max_members, so the segment lies inside the mapping.
+        Ok(unsafe {
+            self.base
+                .add((id as u64 * self.header.segment_size) as usize)
+        })
+    }
+
+    fn check_id(&self, id: u32) -> Result<()> {
+        if id == 0 || id > self.header.max_members {
+            return Err(Error::Invalid(format!(
+                "member ID {id} outside 1..={}",
+                self.header.max_members
+            )));
+        }
+        Ok(())
+    }
+
+    /// Member `id`'s export area, found from the ID alone.
+    pub fn export(&self, id: u32) -> Result<&ExportArea> {
+        // SAFETY: every segment starts with an ExportArea (zero is a valid
+        // value for all its atomics and bytes).
+        Ok(unsafe { &*(self.segment(id)? as *const ExportArea) })
+    }
+
+    pub(crate) fn my_export(&self) -> Result<&ExportArea> {
+        if self.id == 0 {
+            return Err(Error::Invalid("this handle is not a member".into()));
+        }
+        self.export(self.id)
+    }
+
+    /// Does `addr..addr+len` lie inside member `id`'s heap?
+    pub fn in_segment(&self, id: u32, addr: u64, len: u64) -> bool {
+        let Ok(seg) = self.segment(id) else {
+            return false;
+        };
+        let start = seg as u64 + EXPORT_BYTES;
+        let end = seg as u64 + self.header.segment_size;
+        addr >= start && addr.checked_add(len).is_some_and(|e| e <= end)
+    }
+
+    /// Allocates `len` bytes aligned to `align` in this member's own
+    /// segment; the memory is zeroed at attach and never freed (it goes
+    /// with the membership).
+    pub fn alloc(&self, len: usize, align: usize) -> Result<*mut u8> {
+        let area = self.my_export()?;
+        if !align.is_power_of_two() {
+            return Err(Error::Invalid(format!(
+                "alignment {align} is not a power of two"
+            )));
+        }
+        let size = self.header.segment_size;
+        let mut top = area.heap_top.load(Ordering::Relaxed);
+        loop {
+            let start = round_up(top, align as u64);
+            let end =
+                start
+                    .checked_add(len as u64)
+                    .filter(|&e| e <= size)
+                    .ok_or(Error::OutOfSpace {
+                        id: self.id,
+                        wanted: len as u64,
+                        left: size.saturating_sub(top),
+                    })?;
+            match area
+                .heap_top
+                .compare_exchange(top, end, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                // SAFETY: [start, end) is inside our segment.
+                Ok(_) => return Ok(unsafe { self.segment(self.id)?.add(start as usize) }),
+                Err(now) => top = now,
+            }
+        }
+    }
+
+    /// A zeroed byte buffer in this member's segment (one-copy receives
+    /// must land in one).
+    #[allow(clippy::mut_from_ref)]
+    pub fn alloc_bytes(&self, len: usize) -> Result<&mut [u8]> {
+        let ptr = self.alloc(len.max(1), 64)?;
+        // SAFETY: freshly allocated, exclusively ours, inside the mapping.
+        Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+    }
+
+    fn claim(&self, id: u32) -> Result<()> {
+        let me = proc::my_pid();
+        let start = proc::start_time(me)
+            .ok_or_else(|| Error::Invalid("cannot read /proc/self/stat".into()))?;
+        let mine = owner_word(me, start);
+        let slot = self.slot(id);
+        loop {
+            let cur = slot.owner.load(Ordering::Acquire);
+            if cur == mine {
+                // Claimed for us before exec (scx_sky pvas run).
+                break;
+            }
+            if cur != 0 && owner_alive(cur) {
+                return Err(Error::IdTaken(id));
+            }
+            if slot
+                .owner
+                .compare_exchange(cur, mine, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                break;
+            }
+        }
+        self.reset_member_state(id);
+        slot.pm_writer.store(0, Ordering::Relaxed);
+        slot.generation.fetch_add(1, Ordering::AcqRel);
+        slot.state.store(SLOT_ACTIVE, Ordering::Release);
+        wait::wake(&self.live().wake);
+        Ok(())
+    }
+
+    /// A fresh membership starts from clean shared state: its export area
+    /// and the mailboxes it sends through in the other members' areas.
+    fn reset_member_state(&self, id: u32) {
+        let seg = self.segment(id).expect("checked id");
+        // SAFETY: the export area is ours alone while the slot is claimed
+        // and not yet active; zero is a valid value for every field.
+        unsafe { std::ptr::write_bytes(seg, 0, EXPORT_BYTES as usize) };
+        let area = self.export(id).expect("checked id");
+        area.owner_pid.store(proc::my_pid(), Ordering::Relaxed);
+        area.heap_top.store(EXPORT_BYTES, Ordering::Relaxed);
+        area.magic.store(EXPORT_MAGIC, Ordering::Release);
+        for other in 1..=self.header.max_members {
+            if other == id {
+                continue;
+            }
+            let mb = &self.export(other).expect("in range").mailboxes[id as usize];
+            for word in [&mb.cts_seq, &mb.rts_seq, &mb.done_seq, &mb.consumed_seq] {
+                word.store(0, Ordering::Release);
+            }
+            wait::wake(&mb.wake);
+        }
+    }
+
+    /// Leaves the space: the slot is freed for another process.
+    pub fn detach(self) {
+        drop(self);
+    }
+
+    fn release(&self) {
+        if self.id == 0 {
+            return;
+        }
+        let slot = self.slot(self.id);
+        slot.pm_writer.store(0, Ordering::Relaxed);
+        slot.state.store(SLOT_LEFT, Ordering::Release);
+        slot.generation.fetch_add(1, Ordering::AcqRel);
+        let me = slot.owner.load(Ordering::Acquire);
+        if me as u32 == proc::my_pid() {
+            let _ = slot
+                .owner
+                .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        // Peers waiting on us notice at once.
+        for other in 1..=self.header.max_members {
+            if let Ok(area) = self.export(other) {
+                wait::wake(&area.mailboxes[self.id as usize].wake);
+            }
+        }
+    }
+
+    pub fn destroyed(&self) -> bool {
+        self.live().state.load(Ordering::Acquire) == SPACE_DESTROYED
+    }
+
+    /// Destroys the space: every member's waits fail with
+    /// `Error::Destroyed`, and the backing file and registry entry go.
+    /// Members keep their mapping (and memory) until they detach.
+    pub fn destroy(self) -> Result<()> {
+        let live = self.live();
+        live.state.store(SPACE_DESTROYED, Ordering::Release);
+        wait::wake(&live.wake);
+        for id in 1..=self.header.max_members {
+            let area = self.export(id)?;
+            for mb in area.mailboxes.iter() {
+                wait::wake(&mb.wake);
+            }
+            for q in area.send_queues.iter().chain(area.recv_queues.iter()) {
+                wait::wake(&q.wake);
+            }
+        }
+        let name = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(FILE_PREFIX))
+            .unwrap_or("")
+            .to_string();
+        std::fs::remove_file(&self.path).map_err(|e| Error::io(self.path.display(), e))?;
+        hints::unregister(&name);
+        Ok(())
+    }
+
+    /// Current members: (ID, pid, PM writer?), dead ones left out.
+    pub fn members(&self) -> Vec<Member> {
+        (1..=self.header.max_members)
+            .filter_map(|id| {
+                let slot = self.slot(id);
+                let owner = slot.owner.load(Ordering::Acquire);
+                (owner != 0 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE).then(|| Member {
+                    id,
+                    pid: owner as u32,
+                    alive: owner_alive(owner),
+                    pm_writer: slot.pm_writer.load(Ordering::Relaxed) != 0,
+                })
+            })
+            .collect()
+    }
+
+    /// Snapshot of member `id` for waits that depend on it, waiting up to
+    /// `JOIN_WAIT` for it to attach: members may start in any order. The
+    /// fast path reads two words; liveness is checked by the waits.
+    pub(crate) fn peer(&self, id: u32) -> Result<Peer> {
+        self.check_id(id)?;
+        let slot = self.slot(id);
+        let joined = || {
+            slot.owner.load(Ordering::Acquire) != 0
+                && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE
+        };
+        if !joined() {
+            let live = self.live();
+            match wait::wait_until(self, &live.wake, None, Some(JOIN_WAIT), || {
+                joined() && owner_alive(slot.owner.load(Ordering::Acquire))
+            }) {
+                Err(Error::TimedOut) => return Err(Error::NotAttached(id)),
+                other => other?,
+            }
+        }
+        Ok(Peer {
+            id,
+            generation: slot.generation.load(Ordering::Acquire),
+        })
+    }
+
+    /// Is `p` still the same live membership?
+    pub(crate) fn peer_is(&self, p: Peer) -> bool {
+        let slot = self.slot(p.id);
+        slot.generation.load(Ordering::Acquire) == p.generation
+            && owner_alive(slot.owner.load(Ordering::Acquire))
+    }
+
+    /// Marks this member as a persistent-queue writer (a scheduler hint).
+    pub(crate) fn set_pm_writer(&self, on: bool) {
+        if self.id != 0 {
+            self.slot(self.id)
+                .pm_writer
+                .store(on as u32, Ordering::Relaxed);
+        }
+    }
+
+    /// Largest message sent through the eager bounce buffer; larger ones
+    /// use the one-copy rendezvous.
+    pub fn set_eager_max(&self, bytes: usize) -> Result<()> {
+        if bytes > EAGER_CAP {
+            return Err(Error::Invalid(format!(
+                "eager size {bytes} exceeds the {EAGER_CAP}-byte buffer"
+            )));
+        }
+        self.eager_max.set(bytes);
+        Ok(())
+    }
+
+    pub fn eager_max(&self) -> usize {
+        self.eager_max.get()
+    }
+
+    /// Claims `id` for process `pid` (which must be running) before it
+    /// execs into a member program: `scx_sky pvas run`.
+    pub fn reserve_for(&self, id: u32, pid: u32) -> Result<()> {
+        self.check_id(id)?;
+        let start =
+            proc::start_time(pid).ok_or_else(|| Error::Invalid(format!("no process {pid}")))?;
+        let slot = self.slot(id);
+        let cur = slot.owner.load(Ordering::Acquire);
+        if cur != 0 && owner_alive(cur) {
+            return Err(Error::IdTaken(id));
+        }
+        slot.owner
+            .compare_exchange(
+                cur,
+                owner_word(pid, start),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map(|_| ())
+            .map_err(|_| Error::IdTaken(id))
+    }
+}
+
+impl Drop for Space {
+    fn drop(&mut self) {
+        self.release();
+        // SAFETY: unmapping exactly what map_fixed mapped.
+        unsafe {
+            libc::munmap(
+                self.base as *mut libc::c_void,
+                self.header.total_size as usize,
+            )
+        };
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub id: u32,
+    pub pid: u32,
+    pub alive: bool,
+    pub pm_writer: bool,
+}
+
+fn owner_word(pid: u32, start: u64) -> u64 {
+    (start << 32) | pid as u64
+}
+
+pub(crate) fn owner_alive(owner: u64) -> bool {
+    let pid = owner as u32;
+    pid != 0 && proc::start_time(pid).is_some_and(|s| s & 0xffff_ffff == owner >> 32)
+}
+
+fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], n as u64)? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Is [base, base+len) unmapped in this process?
+fn range_is_free(base: u64, len: u64) -> bool {
+    // SAFETY: an anonymous PROT_NONE probe mapping, removed at once.
+    let p = unsafe {
+        libc::mmap(
+            base as *mut libc::c_void,
+            len as usize,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE
+                | libc::MAP_ANONYMOUS
+                | libc::MAP_FIXED_NOREPLACE
+                | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    unsafe { libc::munmap(p, len as usize) };
+    p as u64 == base
+}
+
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// Maps the file at exactly `base`, with MAP_SYNC where the filesystem is
+/// DAX, and picks the persistence mode to match.
+fn map_fixed(file: &File, path: &Path, base: u64, len: u64) -> Result<(*mut u8, PersistMode)> {
+    let fd = file.as_raw_fd();
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs fills the struct we own.
+    let on_tmpfs = unsafe { libc::fstatfs(fd, &mut fs) } == 0 && fs.f_type as i64 == TMPFS_MAGIC;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let fixed = libc::MAP_FIXED_NOREPLACE;
+    let attempt = |flags| unsafe {
+        libc::mmap(
+            base as *mut libc::c_void,
+            len as usize,
+            prot,
+            flags | fixed,
+            fd,
+            0,
+        )
+    };
+    let (p, mode) = if on_tmpfs {
+        (attempt(libc::MAP_SHARED), PersistMode::Volatile)
+    } else {
+        match attempt(libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
+            p if p != libc::MAP_FAILED => (p, PersistMode::FlushFence),
+            _ => (attempt(libc::MAP_SHARED), PersistMode::Msync),
+        }
+    };
+    if p == libc::MAP_FAILED {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EEXIST) {
+            return Err(Error::AddressInUse { base, len });
+        }
+        return Err(Error::io(format!("mapping {}", path.display()), e));
+    }
+    if p as u64 != base {
+        // A kernel without MAP_FIXED_NOREPLACE took the address as a hint.
+        unsafe { libc::munmap(p, len as usize) };
+        return Err(Error::AddressInUse { base, len });
+    }
+    Ok((p as *mut u8, mode))
+}

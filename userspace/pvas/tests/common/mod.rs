@@ -1,0 +1,122 @@
+//! Helpers for the multi-process tests: spaces in a private directory on
+//! /dev/shm, and member processes (real fork/exec of sky-pvas-peer).
+
+#![allow(dead_code)]
+
+use sky_pvas::{CreateOptions, Space};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub struct TestSpace {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+/// A fresh space; its registry entry goes to a private directory too.
+pub fn space(name: &str, members: u32, segment_mb: u64) -> TestSpace {
+    let dir = tempfile::Builder::new()
+        .prefix("sky-pvas-test")
+        .tempdir_in("/dev/shm")
+        .unwrap();
+    // Same value in every test thread: a private registry for this run.
+    std::env::set_var(
+        "SKY_PVAS_REGISTRY",
+        std::env::temp_dir().join(format!("sky-pvas-reg-{}", std::process::id())),
+    );
+    let opts = CreateOptions {
+        dir: dir.path().to_path_buf(),
+        max_members: members,
+        segment_size: segment_mb << 20,
+        ..Default::default()
+    };
+    let unique = format!("{name}-{}", std::process::id());
+    let created = Space::create(&unique, &opts).unwrap();
+    let path = created.path().to_path_buf();
+    drop(created);
+    TestSpace { dir, path }
+}
+
+/// A member process whose stdout lines arrive on a channel.
+pub struct Peer {
+    pub child: Child,
+    pub lines: mpsc::Receiver<String>,
+}
+
+pub fn peer(
+    path: &std::path::Path,
+    id: u32,
+    role: &str,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> Peer {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sky-pvas-peer"));
+    cmd.arg(path)
+        .arg(id.to_string())
+        .arg(role)
+        .args(args)
+        .stdout(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawning sky-pvas-peer");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Peer { child, lines: rx }
+}
+
+impl Peer {
+    /// Waits for exit and returns every line; panics on a failed exit.
+    pub fn finish(mut self) -> Vec<String> {
+        let status = self.child.wait().unwrap();
+        let lines: Vec<String> = self.lines.iter().collect();
+        assert!(status.success(), "peer failed ({status}): {lines:?}");
+        lines
+    }
+
+    /// The next line, within `timeout`.
+    pub fn line(&self, timeout: Duration) -> Option<String> {
+        self.lines.recv_timeout(timeout).ok()
+    }
+
+    /// Lines that arrive within `window`.
+    pub fn lines_for(&self, window: Duration) -> Vec<String> {
+        let end = std::time::Instant::now() + window;
+        let mut out = Vec::new();
+        while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(l) => out.push(l),
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Peer {
+    /// A failed test must not leave members running (they would hold the
+    /// test's output pipes open).
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.kill();
+        }
+    }
+}
+
+pub fn strs(v: &[impl ToString]) -> Vec<String> {
+    v.iter().map(ToString::to_string).collect()
+}
