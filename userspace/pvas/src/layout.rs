@@ -200,6 +200,9 @@ impl HeaderFixed {
         if h.magic != MAGIC {
             return Err(Error::BadMagic);
         }
+        if u32_at(44) != 0 {
+            return Err(Error::BadHeader("reserved header bytes are not zero".into()));
+        }
         if h.version != LAYOUT_VERSION {
             return Err(Error::BadVersion {
                 found: h.version,

@@ -129,6 +129,10 @@ impl Space {
             let _ = std::fs::remove_file(&tmp);
             e
         };
+        // Exactly the mode asked for, whatever the umask.
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| cleanup(Error::io(tmp.display(), e)))?;
         // Reserve every byte now: a full tmpfs fails here, not as a SIGBUS
         // in some member later.
         // SAFETY: fallocate on a file we own.

@@ -1,0 +1,166 @@
+//! Bad input: foreign, truncated and corrupt files, impossible sizes,
+//! wrong IDs, misuse. Every case is a clear error, never a panic, and a
+//! failed create leaves nothing behind.
+
+mod common;
+
+use common::*;
+use proptest::prelude::*;
+use sky_pvas::layout::{HeaderFixed, FIXED_BYTES};
+use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
+use sky_pvas::{CreateOptions, Error, Space};
+use std::os::unix::fs::PermissionsExt;
+
+fn patched(path: &std::path::Path, offset: usize, bytes: &[u8]) -> std::path::PathBuf {
+    let mut data = std::fs::read(path).unwrap();
+    data[offset..offset + bytes.len()].copy_from_slice(bytes);
+    let out = path.with_extension("patched");
+    std::fs::write(&out, data).unwrap();
+    out
+}
+
+#[test]
+fn foreign_truncated_and_corrupt_files_are_refused_by_name() {
+    let s = space("bad-files", 2, 2);
+    let dir = s.dir.path();
+
+    let foreign = dir.join("foreign");
+    std::fs::write(&foreign, vec![0x5a; 8192]).unwrap();
+    assert!(matches!(Space::attach(&foreign, 1), Err(Error::BadMagic)));
+
+    let empty = dir.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(matches!(Space::attach(&empty, 1), Err(Error::Truncated { .. })));
+
+    let short = dir.join("short");
+    let data = std::fs::read(&s.path).unwrap();
+    std::fs::write(&short, &data[..data.len() / 2]).unwrap();
+    let e = Space::attach(&short, 1).err().unwrap();
+    assert!(matches!(e, Error::Truncated { .. }), "{e}");
+    assert!(e.to_string().contains("truncated"), "{e}");
+
+    let e = Space::attach(&patched(&s.path, 8, &9u32.to_le_bytes()), 1).err().unwrap();
+    assert!(matches!(e, Error::BadVersion { found: 9, .. }), "{e}");
+
+    let e = Space::attach(&patched(&s.path, 24, &0x1234u64.to_le_bytes()), 1).err().unwrap();
+    assert!(e.to_string().contains("base"), "{e}");
+
+    let e = Space::attach(&patched(&s.path, 16, &(3u64 << 20).to_le_bytes()), 1).err().unwrap();
+    assert!(e.to_string().contains("segment size"), "{e}");
+
+    let e = Space::attach(&dir.join("missing"), 1).err().unwrap();
+    assert!(e.to_string().contains("missing"), "{e}");
+}
+
+#[test]
+fn impossible_requests_are_refused() {
+    let s = space("bad-requests", 2, 2);
+    assert!(matches!(Space::attach(&s.path, 0), Err(Error::Invalid(_))));
+    assert!(matches!(Space::attach(&s.path, 3), Err(Error::Invalid(_))));
+    for name in ["", ".hidden", "a/b", "with space", &"x".repeat(65)] {
+        assert!(Space::create(name, &CreateOptions::default()).is_err(), "{name:?} accepted");
+    }
+    let opts = |segment_size, max_members| CreateOptions {
+        dir: s.dir.path().to_path_buf(),
+        segment_size,
+        max_members,
+        ..Default::default()
+    };
+    assert!(Space::create("odd-size", &opts((2 << 20) + 1, 2)).is_err());
+    assert!(Space::create("too-many", &opts(2 << 20, 65)).is_err());
+    // A name that exists is not overwritten.
+    let name = s.path.file_name().unwrap().to_str().unwrap().trim_start_matches("scx_sky-pvas-").to_string();
+    let e = Space::create(&name, &opts(2 << 20, 2)).err().unwrap();
+    assert!(e.to_string().contains("exists"), "{e}");
+}
+
+#[test]
+fn a_full_tmpfs_fails_at_create_and_leaves_nothing() {
+    let s = space("full", 2, 2);
+    let opts = CreateOptions {
+        dir: s.dir.path().to_path_buf(),
+        max_members: 64,
+        // 65 segments of 16 GiB: far beyond any test machine's /dev/shm.
+        segment_size: 16 << 30,
+        ..Default::default()
+    };
+    let e = Space::create("huge", &opts).err().unwrap();
+    assert!(e.to_string().contains("reserving"), "{e}");
+    let left: Vec<_> = std::fs::read_dir(s.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 1, "a failed create left files behind: {left:?}");
+}
+
+#[test]
+fn files_are_private_unless_group_sharing_is_asked_for() {
+    let s = space("modes", 2, 2);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&s.path), 0o600);
+    let opts = CreateOptions {
+        dir: s.dir.path().to_path_buf(),
+        max_members: 2,
+        segment_size: 2 << 20,
+        group_access: true,
+        ..Default::default()
+    };
+    let g = Space::create(&format!("group-{}", std::process::id()), &opts).unwrap();
+    assert_eq!(mode(g.path()), 0o660);
+    g.destroy().unwrap();
+}
+
+#[test]
+fn misuse_gets_clear_errors() {
+    let s = space("misuse", 2, 4);
+    let me = Space::attach(&s.path, 1).unwrap();
+    // Mapping the same range twice in one process is detected.
+    let e = Space::attach(&s.path, 2).err().unwrap();
+    assert!(matches!(e, Error::AddressInUse { .. }), "{e}");
+    // The same ID cannot be held twice.
+    let mut other = peer(&s.path, 1, "hold", &[], &[]);
+    assert!(!other.child.wait().unwrap().success());
+    let said: Vec<String> = other.lines.iter().collect();
+    assert_eq!(said, ["error: member ID 1 is held by a live process"]);
+    // Oversized queue messages and foreign receive buffers.
+    let spec = QueueSpec {
+        mode: Mode::Pull,
+        sender: 1,
+        receiver: 2,
+        slot: 0,
+        entry_size: 16,
+        entry_count: 2,
+    };
+    let q = PmQueue::create(&me, spec).unwrap();
+    let holder = peer(&s.path, 2, "hold", &[], &[]);
+    assert_eq!(holder.line(std::time::Duration::from_secs(10)).as_deref(), Some("ok holding"));
+    let e = q.enqueue(&[0u8; 17]).err().unwrap();
+    assert_eq!(e.to_string(), "message of 17 bytes does not fit: 16 bytes at most");
+    assert!(me.alloc(usize::MAX / 2, 8).is_err());
+    assert!(me.set_eager_max(1 << 20).is_err());
+    let wrong_owner = QueueSpec { slot: 1, mode: Mode::Push, ..spec };
+    assert!(PmQueue::create(&me, wrong_owner).err().unwrap().to_string().contains("belongs to member 2"));
+}
+
+proptest! {
+    /// The header parser takes arbitrary bytes without panicking.
+    #[test]
+    fn header_parser_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..128), len in any::<u64>()) {
+        let _ = HeaderFixed::parse(&bytes, len);
+    }
+
+    /// Any single-byte change to a valid header is refused, or yields a
+    /// header that is valid in its own right and read back exactly.
+    #[test]
+    fn corrupted_headers_are_caught(offset in 0usize..FIXED_BYTES, value in any::<u8>()) {
+        let h = HeaderFixed::new(4, 4 << 20, 0x2000_0000_0000, 1, 2);
+        let mut bytes = h.to_bytes();
+        prop_assume!(bytes[offset] != value);
+        bytes[offset] = value;
+        match HeaderFixed::parse(&bytes, u64::MAX) {
+            Ok(parsed) => {
+                prop_assert_eq!(parsed.to_bytes(), bytes);
+                prop_assert_eq!(parsed.total_size, parsed.segment_size * (parsed.max_members as u64 + 1));
+                prop_assert_eq!(parsed.base % (2 << 20), 0);
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}
