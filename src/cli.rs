@@ -23,11 +23,62 @@ pub struct Cli {
 pub enum Command {
     /// List the policy presets compiled in from scheds/.
     Policies,
+    /// Shared spaces: create, run a member, list, destroy.
+    #[command(subcommand)]
+    Pvas(PvasCommand),
     /// Show the CPU topology and the decay thresholds derived from it.
     Topology {
         /// Cache refill rate per CPU, in MB/s (see --cache-fill-mbps).
         #[arg(long, default_value_t = 1000)]
         cache_fill_mbps: u64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PvasCommand {
+    /// Create a space: one address range every member maps at the same
+    /// address, cut into one segment per member ID.
+    Create {
+        /// Space name (letters, digits, '-', '_', '.').
+        name: String,
+        /// Most members (IDs 1..=N).
+        #[arg(long, default_value_t = 8)]
+        members: u32,
+        /// Segment size per member, in MiB (a multiple of 2).
+        #[arg(long, default_value_t = 32)]
+        segment_mb: u64,
+        /// Directory of the backing file, e.g. a DAX mount for persistent memory.
+        #[arg(long, default_value = "/dev/shm")]
+        dir: std::path::PathBuf,
+        /// Let the file's group attach (mode 0660 instead of 0600).
+        #[arg(long)]
+        group: bool,
+    },
+    /// Run PROG as member ID of a space: the ID is reserved for this
+    /// process, which then becomes PROG with SKY_PVAS_PATH and SKY_PVAS_ID
+    /// set (PROG attaches with sky_pvas_attach_env()).
+    Run {
+        /// Space name.
+        name: String,
+        /// Member ID to run as.
+        #[arg(long)]
+        id: u32,
+        #[arg(long, default_value = "/dev/shm")]
+        dir: std::path::PathBuf,
+        /// Program and arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// List spaces and their live members (PM writers marked).
+    Ls,
+    /// Destroy a space: members' waits fail, the backing file goes.
+    Destroy {
+        name: String,
+        #[arg(long, default_value = "/dev/shm")]
+        dir: std::path::PathBuf,
+        /// Also send SIGTERM to live members.
+        #[arg(long)]
+        kill: bool,
     },
 }
 

@@ -3,6 +3,7 @@
 
 mod bpf;
 mod cli;
+mod pvas_cli;
 mod scheduler;
 mod stats;
 
@@ -55,6 +56,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Topology { cache_fill_mbps }) => show_topology(cache_fill_mbps),
+        Some(Command::Pvas(cmd)) => pvas_cli::run(cmd),
     }
 }
 

@@ -192,7 +192,16 @@ fn setup() -> Result<()> {
 }
 
 fn build() -> Result<()> {
-    run(cargo().args(["build", "--release", "-p", "scx_sky", "-p", "sky-workloads"]))
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "scx_sky",
+        "-p",
+        "sky-workloads",
+        "-p",
+        "sky-pvas",
+    ]))
 }
 
 fn test() -> Result<()> {

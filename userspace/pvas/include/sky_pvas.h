@@ -62,9 +62,9 @@ int64_t sky_pvas_recv(const sky_pvas *space, uint32_t from, void *buf, size_t ca
  * PUSH, the sender for PULL) passes create=1; the other side create=0.
  * Close queues before detaching their space.
  */
-sky_pvas_queue *sky_pvas_queue(const sky_pvas *space, int create, int mode,
-			       uint32_t sender, uint32_t receiver, uint32_t slot,
-			       uint32_t entry_size, uint32_t entry_count);
+sky_pvas_queue *sky_pvas_queue_open(const sky_pvas *space, int create, int mode,
+				    uint32_t sender, uint32_t receiver, uint32_t slot,
+				    uint32_t entry_size, uint32_t entry_count);
 void sky_pvas_queue_close(sky_pvas_queue *queue);
 int sky_pvas_enqueue(const sky_pvas_queue *queue, const void *buf, size_t len);
 int64_t sky_pvas_dequeue(const sky_pvas_queue *queue, void *buf, size_t cap);

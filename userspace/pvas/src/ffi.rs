@@ -2,6 +2,11 @@
 //! success and a negated errno on failure (NULL for constructors); the
 //! message of the last failure on this thread is sky_pvas_last_error().
 //! No Rust panic crosses the boundary.
+//!
+//! Safety, for every function here: pointers are NULL or valid for the
+//! lengths given, strings are NUL-terminated, and handles come from this
+//! library and are not used after they are freed (include/sky_pvas.h).
+#![allow(clippy::missing_safety_doc)]
 
 use crate::layout::EXPORT_WORDS;
 use crate::pmq::{Mode, PmQueue, QueueSpec};
@@ -254,7 +259,7 @@ unsafe fn queue_spec(
 
 /// `create`: the owner makes the queue area; else opens the owner's.
 #[no_mangle]
-pub unsafe extern "C" fn sky_pvas_queue(
+pub unsafe extern "C" fn sky_pvas_queue_open(
     s: *const Space,
     create: c_int,
     mode: c_int,

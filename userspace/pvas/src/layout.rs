@@ -201,7 +201,9 @@ impl HeaderFixed {
             return Err(Error::BadMagic);
         }
         if u32_at(44) != 0 {
-            return Err(Error::BadHeader("reserved header bytes are not zero".into()));
+            return Err(Error::BadHeader(
+                "reserved header bytes are not zero".into(),
+            ));
         }
         if h.version != LAYOUT_VERSION {
             return Err(Error::BadVersion {
@@ -216,7 +218,7 @@ impl HeaderFixed {
             )));
         }
         check_segment_size(h.segment_size, h.max_members).map_err(Error::BadHeader)?;
-        if h.base == 0 || h.base % SEGMENT_ALIGN != 0 || h.base >= (1 << 47) {
+        if h.base == 0 || !h.base.is_multiple_of(SEGMENT_ALIGN) || h.base >= (1 << 47) {
             return Err(Error::BadHeader(format!(
                 "base {:#x} is not a usable address",
                 h.base
@@ -253,7 +255,9 @@ impl HeaderFixed {
 /// A segment must hold its export area plus some heap, and the control
 /// segment must hold the member table.
 pub fn check_segment_size(segment_size: u64, max_members: u32) -> Result<(), String> {
-    if !(MIN_SEGMENT..=MAX_SEGMENT).contains(&segment_size) || segment_size % SEGMENT_ALIGN != 0 {
+    if !(MIN_SEGMENT..=MAX_SEGMENT).contains(&segment_size)
+        || !segment_size.is_multiple_of(SEGMENT_ALIGN)
+    {
         return Err(format!(
             "segment size {segment_size} must be a multiple of {SEGMENT_ALIGN} between {MIN_SEGMENT} and {MAX_SEGMENT}"
         ));

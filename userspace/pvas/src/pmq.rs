@@ -352,16 +352,12 @@ impl<'a> PmQueue<'a> {
             .collect();
         found.sort_by_key(|(seq, _)| *seq);
         // Only the unbroken run after `consumed` is the queue's content.
-        let mut next = consumed + 1;
-        let mut out = Vec::new();
-        for (seq, payload) in found {
-            if seq != next {
-                break;
-            }
-            out.push(payload);
-            next += 1;
-        }
-        Ok(out)
+        Ok(found
+            .into_iter()
+            .zip(consumed + 1..)
+            .take_while(|((seq, _), want)| seq == want)
+            .map(|((_, payload), _)| payload)
+            .collect())
     }
 
     pub fn spec(&self) -> QueueSpec {

@@ -30,7 +30,10 @@ fn foreign_truncated_and_corrupt_files_are_refused_by_name() {
 
     let empty = dir.join("empty");
     std::fs::write(&empty, b"").unwrap();
-    assert!(matches!(Space::attach(&empty, 1), Err(Error::Truncated { .. })));
+    assert!(matches!(
+        Space::attach(&empty, 1),
+        Err(Error::Truncated { .. })
+    ));
 
     let short = dir.join("short");
     let data = std::fs::read(&s.path).unwrap();
@@ -39,13 +42,19 @@ fn foreign_truncated_and_corrupt_files_are_refused_by_name() {
     assert!(matches!(e, Error::Truncated { .. }), "{e}");
     assert!(e.to_string().contains("truncated"), "{e}");
 
-    let e = Space::attach(&patched(&s.path, 8, &9u32.to_le_bytes()), 1).err().unwrap();
+    let e = Space::attach(&patched(&s.path, 8, &9u32.to_le_bytes()), 1)
+        .err()
+        .unwrap();
     assert!(matches!(e, Error::BadVersion { found: 9, .. }), "{e}");
 
-    let e = Space::attach(&patched(&s.path, 24, &0x1234u64.to_le_bytes()), 1).err().unwrap();
+    let e = Space::attach(&patched(&s.path, 24, &0x1234u64.to_le_bytes()), 1)
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("base"), "{e}");
 
-    let e = Space::attach(&patched(&s.path, 16, &(3u64 << 20).to_le_bytes()), 1).err().unwrap();
+    let e = Space::attach(&patched(&s.path, 16, &(3u64 << 20).to_le_bytes()), 1)
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("segment size"), "{e}");
 
     let e = Space::attach(&dir.join("missing"), 1).err().unwrap();
@@ -58,7 +67,10 @@ fn impossible_requests_are_refused() {
     assert!(matches!(Space::attach(&s.path, 0), Err(Error::Invalid(_))));
     assert!(matches!(Space::attach(&s.path, 3), Err(Error::Invalid(_))));
     for name in ["", ".hidden", "a/b", "with space", &"x".repeat(65)] {
-        assert!(Space::create(name, &CreateOptions::default()).is_err(), "{name:?} accepted");
+        assert!(
+            Space::create(name, &CreateOptions::default()).is_err(),
+            "{name:?} accepted"
+        );
     }
     let opts = |segment_size, max_members| CreateOptions {
         dir: s.dir.path().to_path_buf(),
@@ -69,7 +81,14 @@ fn impossible_requests_are_refused() {
     assert!(Space::create("odd-size", &opts((2 << 20) + 1, 2)).is_err());
     assert!(Space::create("too-many", &opts(2 << 20, 65)).is_err());
     // A name that exists is not overwritten.
-    let name = s.path.file_name().unwrap().to_str().unwrap().trim_start_matches("scx_sky-pvas-").to_string();
+    let name = s
+        .path
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_start_matches("scx_sky-pvas-")
+        .to_string();
     let e = Space::create(&name, &opts(2 << 20, 2)).err().unwrap();
     assert!(e.to_string().contains("exists"), "{e}");
 }
@@ -86,7 +105,10 @@ fn a_full_tmpfs_fails_at_create_and_leaves_nothing() {
     };
     let e = Space::create("huge", &opts).err().unwrap();
     assert!(e.to_string().contains("reserving"), "{e}");
-    let left: Vec<_> = std::fs::read_dir(s.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(s.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left.len(), 1, "a failed create left files behind: {left:?}");
 }
 
@@ -130,13 +152,27 @@ fn misuse_gets_clear_errors() {
     };
     let q = PmQueue::create(&me, spec).unwrap();
     let holder = peer(&s.path, 2, "hold", &[], &[]);
-    assert_eq!(holder.line(std::time::Duration::from_secs(10)).as_deref(), Some("ok holding"));
+    assert_eq!(
+        holder.line(std::time::Duration::from_secs(10)).as_deref(),
+        Some("ok holding")
+    );
     let e = q.enqueue(&[0u8; 17]).err().unwrap();
-    assert_eq!(e.to_string(), "message of 17 bytes does not fit: 16 bytes at most");
+    assert_eq!(
+        e.to_string(),
+        "message of 17 bytes does not fit: 16 bytes at most"
+    );
     assert!(me.alloc(usize::MAX / 2, 8).is_err());
     assert!(me.set_eager_max(1 << 20).is_err());
-    let wrong_owner = QueueSpec { slot: 1, mode: Mode::Push, ..spec };
-    assert!(PmQueue::create(&me, wrong_owner).err().unwrap().to_string().contains("belongs to member 2"));
+    let wrong_owner = QueueSpec {
+        slot: 1,
+        mode: Mode::Push,
+        ..spec
+    };
+    assert!(PmQueue::create(&me, wrong_owner)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("belongs to member 2"));
 }
 
 proptest! {

@@ -44,13 +44,23 @@ fn mode_name(mode: Mode) -> String {
 }
 
 fn send_args(mode: Mode, messages: u64) -> Vec<String> {
-    strs(&[mode_name(mode), "2".into(), messages.to_string(), ENTRY.to_string(), ENTRIES.to_string()])
+    strs(&[
+        mode_name(mode),
+        "2".into(),
+        messages.to_string(),
+        ENTRY.to_string(),
+        ENTRIES.to_string(),
+    ])
 }
 
 /// Checks that `msg` is message number `k` of the peer's sequence.
 fn assert_message(k: u64, msg: &[u8]) {
     assert_eq!(msg.len(), len_of(k), "message {k} has the wrong length");
-    assert_eq!(pattern::first_mismatch(k, msg), None, "message {k} is damaged");
+    assert_eq!(
+        pattern::first_mismatch(k, msg),
+        None,
+        "message {k} is damaged"
+    );
 }
 
 /// Drains what a dead sender left: every message comes out in order, then
@@ -72,12 +82,19 @@ fn drain_after_death(q: &PmQueue, mut next: u64) -> u64 {
 }
 
 fn one_random_kill(worker: u64, iter: u64, rng: &mut Rng) {
-    let mode = if rng.next() % 2 == 0 { Mode::Push } else { Mode::Pull };
+    let mode = if rng.next().is_multiple_of(2) {
+        Mode::Push
+    } else {
+        Mode::Pull
+    };
     let s = space(&format!("kill{worker}-{iter}"), 2, 2);
     let me = Space::attach(&s.path, 2).unwrap();
     let created = (mode == Mode::Push).then(|| PmQueue::create(&me, spec(mode)).unwrap());
     let mut sender = peer(&s.path, 1, "queue-send", &send_args(mode, 1 << 40), &[]);
-    assert_eq!(sender.line(Duration::from_secs(10)).as_deref(), Some("ok ready"));
+    assert_eq!(
+        sender.line(Duration::from_secs(10)).as_deref(),
+        Some("ok ready")
+    );
     let q = created.unwrap_or_else(|| PmQueue::open(&me, spec(mode)).unwrap());
     // Take some messages while the sender runs, then kill it at a random
     // moment: mid-enqueue, blocked on full, or between enqueues.
@@ -90,7 +107,11 @@ fn one_random_kill(worker: u64, iter: u64, rng: &mut Rng) {
     }
     std::thread::sleep(Duration::from_micros(rng.next() % 2000));
     sender.kill();
-    let returned = sender.lines.try_iter().filter(|l| l.starts_with("returned ")).count() as u64;
+    let returned = sender
+        .lines
+        .try_iter()
+        .filter(|l| l.starts_with("returned "))
+        .count() as u64;
     // Recovery sees exactly the unconsumed tail, none torn, none twice...
     let recovered = PmQueue::recover(&me, spec(mode)).unwrap();
     for (j, msg) in recovered.iter().enumerate() {
@@ -103,11 +124,18 @@ fn one_random_kill(worker: u64, iter: u64, rng: &mut Rng) {
     );
     // ...and the live queue agrees with recovery.
     let end = drain_after_death(&q, next);
-    assert_eq!(end, next + recovered.len() as u64, "live queue and recovery disagree");
+    assert_eq!(
+        end,
+        next + recovered.len() as u64,
+        "live queue and recovery disagree"
+    );
     // The dead sender's slot is free for a new process.
-    if iter % 10 == 0 {
+    if iter.is_multiple_of(10) {
         let holder = peer(&s.path, 1, "hold", &[], &[]);
-        assert_eq!(holder.line(Duration::from_secs(10)).as_deref(), Some("ok holding"));
+        assert_eq!(
+            holder.line(Duration::from_secs(10)).as_deref(),
+            Some("ok holding")
+        );
         assert!(me.members().iter().any(|m| m.id == 1 && m.alive));
     }
 }
@@ -144,12 +172,19 @@ fn kills_between_persist_steps_lose_and_repeat_nothing() {
                 let s = space(&format!("points-{persist}-{point}-{n}"), 2, 2);
                 let me = Space::attach(&s.path, 2).unwrap();
                 let crash = format!("{point}:{n}");
-                let env = [("SKY_PVAS_CRASH_AT", crash.as_str()), ("SKY_PVAS_PERSIST", persist)];
+                let env = [
+                    ("SKY_PVAS_CRASH_AT", crash.as_str()),
+                    ("SKY_PVAS_PERSIST", persist),
+                ];
                 let mut sender = peer(&s.path, 1, "queue-send", &send_args(Mode::Pull, 100), &env);
                 let status = sender.child.wait().unwrap();
                 kills += 1;
                 assert!(!status.success(), "the sender should have died at {crash}");
-                let returned = sender.lines.iter().filter(|l| l.starts_with("returned ")).count() as u64;
+                let returned = sender
+                    .lines
+                    .iter()
+                    .filter(|l| l.starts_with("returned "))
+                    .count() as u64;
                 assert_eq!(returned, n - 1, "enqueues before {crash} return");
                 let q = PmQueue::open(&me, spec(Mode::Pull)).unwrap();
                 // Consume some, then recover the rest.
@@ -190,7 +225,10 @@ fn receivers_survive_senders_killed_mid_transfer() {
         let mut sender = peer(&s.path, 1, "send", &[vec!["2".into()], sizes].concat(), &[]);
         let joined = Instant::now();
         while !me.members().iter().any(|m| m.id == 1) {
-            assert!(joined.elapsed() < Duration::from_secs(10), "the sender never attached");
+            assert!(
+                joined.elapsed() < Duration::from_secs(10),
+                "the sender never attached"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         let kill_after = Duration::from_micros(rng.next() % 20_000);
@@ -210,7 +248,10 @@ fn receivers_survive_senders_killed_mid_transfer() {
             }
         };
         killer.join().unwrap();
-        assert!(matches!(end, Error::PeerGone(1)), "recv ended with {end:?} after {got} messages");
+        assert!(
+            matches!(end, Error::PeerGone(1)),
+            "recv ended with {end:?} after {got} messages"
+        );
         assert!(t.elapsed() < Duration::from_secs(30));
     }
 }

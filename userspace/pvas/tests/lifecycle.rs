@@ -1,0 +1,125 @@
+//! Membership over time: destroy tells members, dead members are detected
+//! and reclaimed, and the scheduler's hints list the live gang.
+
+mod common;
+
+use common::*;
+use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
+use sky_pvas::{hints, Error, Space};
+use std::time::{Duration, Instant};
+
+#[test]
+fn destroy_tells_members_and_removes_the_file() {
+    let s = space("destroy", 2, 2);
+    let holder = peer(&s.path, 1, "hold", &[], &[]);
+    assert_eq!(
+        holder.line(Duration::from_secs(10)).as_deref(),
+        Some("ok holding")
+    );
+    Space::open(&s.path).unwrap().destroy().unwrap();
+    assert_eq!(holder.finish(), ["ok destroyed"], "the member was not told");
+    assert!(!s.path.exists(), "the backing file is still there");
+    assert!(matches!(Space::attach(&s.path, 1), Err(Error::Io { .. })));
+}
+
+#[test]
+fn a_dead_member_is_detected_reported_and_reclaimed() {
+    let s = space("dead", 2, 2);
+    let me = Space::attach(&s.path, 2).unwrap();
+    let mut holder = peer(&s.path, 1, "hold", &[], &[]);
+    assert_eq!(
+        holder.line(Duration::from_secs(10)).as_deref(),
+        Some("ok holding")
+    );
+    let pid = holder.child.id();
+    assert!(me
+        .members()
+        .iter()
+        .any(|m| m.id == 1 && m.pid == pid && m.alive));
+    // A receive from it is under way when it dies: it fails, promptly.
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        holder.kill();
+    });
+    let t = Instant::now();
+    let mut buf = [0u8; 8];
+    assert!(matches!(me.recv(1, &mut buf), Err(Error::PeerGone(1))));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    killer.join().unwrap();
+    assert!(
+        me.members().iter().all(|m| m.id != 1 || !m.alive),
+        "a dead member is listed alive"
+    );
+    // A new process takes the slot over.
+    let again = peer(&s.path, 1, "hold", &[], &[]);
+    assert_eq!(
+        again.line(Duration::from_secs(10)).as_deref(),
+        Some("ok holding")
+    );
+}
+
+#[test]
+fn hints_list_members_and_pm_writers() {
+    let s = space("hints", 3, 2);
+    let name = s
+        .path
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_start_matches("scx_sky-pvas-")
+        .to_string();
+    let me = Space::attach(&s.path, 2).unwrap();
+    let spec = QueueSpec {
+        mode: Mode::Push,
+        sender: 1,
+        receiver: 2,
+        slot: 0,
+        entry_size: 64,
+        entry_count: 4,
+    };
+    let q = PmQueue::create(&me, spec).unwrap();
+    let sender = peer(
+        &s.path,
+        1,
+        "queue-send",
+        &strs(&["push", "2", "3", "64", "4"]),
+        &[],
+    );
+    let bystander = peer(&s.path, 3, "hold", &[], &[]);
+    assert_eq!(
+        bystander.line(Duration::from_secs(10)).as_deref(),
+        Some("ok holding")
+    );
+    assert_eq!(
+        sender.line(Duration::from_secs(10)).as_deref(),
+        Some("ok ready")
+    );
+    assert_eq!(
+        sender.line(Duration::from_secs(10)).as_deref(),
+        Some("returned 0")
+    );
+    let ours = hints::read_all()
+        .into_iter()
+        .find(|h| h.name == name)
+        .expect("space not registered");
+    let mut pids = ours.pids.clone();
+    pids.sort_unstable();
+    let mut want = vec![std::process::id(), sender.child.id(), bystander.child.id()];
+    want.sort_unstable();
+    assert_eq!(pids, want, "the gang is every live member");
+    assert_eq!(
+        ours.pm_writers,
+        [sender.child.id()],
+        "only the queue sender writes PM"
+    );
+    let mut buf = [0u8; 64];
+    for _ in 0..3 {
+        q.dequeue(&mut buf).unwrap();
+    }
+    sender.finish();
+}
