@@ -76,7 +76,7 @@ impl Space {
     /// sender copies to.
     pub fn recv(&self, from: u32, buf: &mut [u8]) -> Result<usize> {
         let me = self.my_export().map(|_| self.id())?;
-        let peer = self.peer(from)?;
+        self.check_member(from)?;
         let mb = self.mailbox(me, from)?;
         let seq = mb.consumed_seq.load(Ordering::Acquire) + 1;
         let addr = buf.as_mut_ptr() as u64;
@@ -89,7 +89,7 @@ impl Space {
         );
         mb.cts_seq.store(seq, Ordering::Release);
         wake(&mb.wake);
-        wait_until(self, &mb.wake, Some(peer), None, || {
+        self.wait_on(from, &mb.wake, || {
             mb.done_seq.load(Ordering::Acquire) >= seq
         })?;
         let len = mb.done_len.load(Ordering::Relaxed);

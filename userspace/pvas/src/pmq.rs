@@ -259,9 +259,8 @@ impl<'a> PmQueue<'a> {
     /// empty. Returns its length.
     pub fn dequeue(&self, buf: &mut [u8]) -> Result<usize> {
         self.require(self.spec.receiver)?;
-        let sender = self.space.peer(self.spec.sender)?;
         let (s, t) = (self.sender_counters()?, self.receiver_counters()?);
-        wait_until(self.space, &t.wake, Some(sender), None, || {
+        self.space.wait_on(self.spec.sender, &t.wake, || {
             t.remote.load(Ordering::Acquire) > t.local.load(Ordering::Relaxed)
         })?;
         let n = t.local.load(Ordering::Relaxed);
@@ -290,9 +289,8 @@ impl<'a> PmQueue<'a> {
     /// Waits until the receiver has taken everything enqueued so far.
     pub fn flush(&self) -> Result<()> {
         self.require(self.spec.sender)?;
-        let receiver = self.space.peer(self.spec.receiver)?;
         let s = self.sender_counters()?;
-        wait_until(self.space, &s.wake, Some(receiver), None, || {
+        self.space.wait_on(self.spec.receiver, &s.wake, || {
             s.remote.load(Ordering::Acquire) == s.local.load(Ordering::Relaxed)
         })
     }

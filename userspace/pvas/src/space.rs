@@ -22,6 +22,7 @@ const PLACEMENT_START: u64 = 0x2000_0000_0000;
 const PLACEMENT_END: u64 = 0x5000_0000_0000;
 /// How long a member waits for a peer it talks to to attach.
 const JOIN_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+const JOIN_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 #[derive(Debug, Clone)]
 pub struct CreateOptions {
@@ -296,6 +297,10 @@ impl Space {
         })
     }
 
+    pub(crate) fn check_member(&self, id: u32) -> Result<()> {
+        self.check_id(id)
+    }
+
     fn check_id(&self, id: u32) -> Result<()> {
         if id == 0 || id > self.header.max_members {
             return Err(Error::Invalid(format!(
@@ -447,6 +452,7 @@ impl Space {
                 .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
         // Peers waiting on us notice at once.
+        wait::wake(&self.live().wake);
         for other in 1..=self.header.max_members {
             if let Ok(area) = self.export(other) {
                 wait::wake(&area.mailboxes[self.id as usize].wake);
@@ -506,6 +512,12 @@ impl Space {
     /// `JOIN_WAIT` for it to attach: members may start in any order. The
     /// fast path reads two words; liveness is checked by the waits.
     pub(crate) fn peer(&self, id: u32) -> Result<Peer> {
+        self.joined_peer(id, &mut || false)?
+            .ok_or(Error::NotAttached(id))
+    }
+
+    /// Like `peer`, but gives up waiting (None) as soon as `done()` holds.
+    fn joined_peer(&self, id: u32, done: &mut dyn FnMut() -> bool) -> Result<Option<Peer>> {
         self.check_id(id)?;
         let slot = self.slot(id);
         let joined = || {
@@ -513,18 +525,52 @@ impl Space {
                 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE
         };
         if !joined() {
+            let mut finished = false;
             let live = self.live();
-            match wait::wait_until(self, &live.wake, None, Some(JOIN_WAIT), || {
-                joined() && owner_alive(slot.owner.load(Ordering::Acquire))
-            }) {
-                Err(Error::TimedOut) => return Err(Error::NotAttached(id)),
-                other => other?,
+            // Short naps: `done` may be made true without touching live.wake.
+            let deadline = std::time::Instant::now() + JOIN_WAIT;
+            loop {
+                if done() {
+                    finished = true;
+                    break;
+                }
+                if joined() && owner_alive(slot.owner.load(Ordering::Acquire)) {
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::NotAttached(id));
+                }
+                match wait::wait_until(self, &live.wake, None, Some(JOIN_POLL), &mut *done) {
+                    Ok(()) | Err(Error::TimedOut) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if finished {
+                return Ok(None);
             }
         }
-        Ok(Peer {
+        Ok(Some(Peer {
             id,
             generation: slot.generation.load(Ordering::Acquire),
-        })
+        }))
+    }
+
+    /// Waits for `ready` on `word`, which member `id` makes true. If it
+    /// already holds (or comes to hold while `id` is away), `id` need not
+    /// be a member any more: a peer may finish its part and leave.
+    pub(crate) fn wait_on(
+        &self,
+        id: u32,
+        word: &std::sync::atomic::AtomicU32,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<()> {
+        if ready() {
+            return Ok(());
+        }
+        match self.joined_peer(id, &mut ready)? {
+            None => Ok(()),
+            Some(peer) => wait::wait_until(self, word, Some(peer), None, ready),
+        }
     }
 
     /// Is `p` still the same live membership?

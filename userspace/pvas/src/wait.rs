@@ -19,8 +19,16 @@ pub(crate) struct Peer {
     pub generation: u32,
 }
 
+/// Bit 0 of a wait word: somebody may be asleep on it. The rest counts
+/// changes (in steps of 2), so a waker makes the wake system call only
+/// when a waiter announced itself: spinning waiters cost nothing.
+const SLEEPER: u32 = 1;
+
 pub(crate) fn wake(word: &AtomicU32) {
-    word.fetch_add(1, Ordering::Release);
+    if word.fetch_add(2, Ordering::AcqRel) & SLEEPER == 0 {
+        return;
+    }
+    word.fetch_and(!SLEEPER, Ordering::AcqRel);
     // SAFETY: futex on a valid, aligned u32 inside the shared mapping.
     unsafe {
         libc::syscall(
@@ -72,7 +80,9 @@ pub(crate) fn wait_until(
     }
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
-        let seen = word.load(Ordering::Acquire);
+        // Announce the sleeper, then look again: a change made before the
+        // announcement is seen now, one made after it wakes us.
+        let seen = word.fetch_or(SLEEPER, Ordering::AcqRel) | SLEEPER;
         if ready() {
             return Ok(());
         }
