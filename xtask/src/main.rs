@@ -48,6 +48,12 @@ enum Cmd {
     },
     /// Everything CI runs: set-up, format, lint, unit and VM tests.
     Test,
+    /// Shared-space transports and the persistent queue, on this machine.
+    BenchPvas {
+        /// Directory for the space (e.g. a DAX mount for persistent memory).
+        #[arg(long, default_value = "/dev/shm")]
+        dir: PathBuf,
+    },
     /// SKY-1 workload under EEVDF and scx_sky, side by side, in one VM run.
     Bench {
         #[command(flatten)]
@@ -133,6 +139,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             }
         }
         Cmd::Test => test(),
+        Cmd::BenchPvas { dir } => {
+            build()?;
+            let bin = xtask::paths::release_bin("sky-pvas-bench")?;
+            exit_with(Command::new(bin).arg(dir).status()?.code().unwrap_or(1))
+        }
         Cmd::Bench { vm, seconds } => {
             setup()?;
             build()?;

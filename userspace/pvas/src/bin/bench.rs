@@ -32,6 +32,11 @@ fn iters(size: usize) -> usize {
     ((256usize << 20) / size.max(1)).clamp(5, 2000)
 }
 
+/// Rounds per size: one untimed warm-up (first-touch page faults) first.
+fn rounds(size: usize) -> usize {
+    iters(size) + 1
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let result = if args.get(1).map(String::as_str) == Some("--peer") {
@@ -181,7 +186,7 @@ fn peer(args: &[String]) -> Res<()> {
     sock.write_all(&(buf.as_ptr() as u64).to_le_bytes())?;
     for transport in TRANSPORTS {
         for &size in SIZES.iter().filter(|&&s| transport.fits(s)) {
-            for _ in 0..iters(size) {
+            for _ in 0..rounds(size) {
                 match transport {
                     Transport::Rendezvous | Transport::Eager => {
                         space.set_eager_max(if transport == Transport::Eager {
@@ -370,8 +375,8 @@ fn parent(args: &[String]) -> Res<()> {
     let mut table: Vec<(Transport, usize, Stats)> = Vec::new();
     for transport in TRANSPORTS {
         for &size in SIZES.iter().filter(|&&s| transport.fits(s)) {
-            let mut rtts = Vec::with_capacity(iters(size));
-            for _ in 0..iters(size) {
+            let mut rtts = Vec::with_capacity(rounds(size));
+            for _ in 0..rounds(size) {
                 let t = Instant::now();
                 match transport {
                     Transport::Rendezvous | Transport::Eager => {
@@ -404,6 +409,7 @@ fn parent(args: &[String]) -> Res<()> {
                 }
                 rtts.push(t.elapsed());
             }
+            rtts.remove(0);
             table.push((transport, size, stats(rtts)));
         }
     }
@@ -435,6 +441,7 @@ fn memcpy_gbps(size: usize) -> f64 {
     let src = vec![1u8; size];
     let mut dst = vec![0u8; size];
     let n = iters(size);
+    dst.copy_from_slice(&src);
     let t = Instant::now();
     for _ in 0..n {
         dst.copy_from_slice(std::hint::black_box(&src));
