@@ -122,12 +122,14 @@ fn one_random_kill(worker: u64, iter: u64, rng: &mut Rng) {
         "{returned} enqueues returned but only {} messages survive",
         next + recovered.len() as u64
     );
-    // ...and the live queue agrees with recovery.
+    // ...and the live queue agrees with recovery, except that recovery
+    // may also hold the one message that became durable but was never
+    // published (the sender died between its fence and its publish).
     let end = drain_after_death(&q, next);
-    assert_eq!(
-        end,
-        next + recovered.len() as u64,
-        "live queue and recovery disagree"
+    let total = next + recovered.len() as u64;
+    assert!(
+        end == total || end + 1 == total,
+        "live queue ends at {end}, recovery at {total}"
     );
     // The dead sender's slot is free for a new process.
     if iter.is_multiple_of(10) {

@@ -110,7 +110,7 @@ fn enqueue_blocks_while_full_and_flush_waits_for_the_receiver() {
         Some("ok holding")
     );
     let send = peer(&s.path, 1, "queue-send", &args(2), &[]);
-    let early = send.lines_for(Duration::from_millis(500));
+    let early = send.lines_for(Duration::from_millis(1000));
     let returned: Vec<_> = early
         .iter()
         .filter(|l| l.starts_with("returned "))
@@ -147,7 +147,7 @@ fn enqueue_blocks_while_full_and_flush_waits_for_the_receiver() {
         Some("ok holding")
     );
     let send = peer(&s.path, 1, "queue-send", &args(2), &[]);
-    let early = send.lines_for(Duration::from_millis(500));
+    let early = send.lines_for(Duration::from_millis(1000));
     assert_eq!(
         early.iter().filter(|l| l.starts_with("returned ")).count(),
         5,
@@ -188,7 +188,7 @@ fn dequeue_blocks_while_empty() {
         holder.line(Duration::from_secs(10)).as_deref(),
         Some("ok holding")
     );
-    let early = recv.lines_for(Duration::from_millis(500));
+    let early = recv.lines_for(Duration::from_millis(1000));
     assert_eq!(early, ["ok ready"], "dequeue returned from an empty queue");
     let mut holder = holder;
     holder.kill();
