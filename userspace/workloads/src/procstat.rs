@@ -80,7 +80,14 @@ mod tests {
 
     #[test]
     fn own_counters_are_readable_here() {
-        // Every Linux kernel with schedstats has these; so does the VM.
+        // Every Linux kernel with schedstats has these; so does the VM. Run
+        // and sleep first: a thread's run time is only folded in when it
+        // is switched out.
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(2) {
+            std::hint::spin_loop();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
         let s = SchedStat::of_self().unwrap();
         assert!(s.run_ns > 0);
         assert!(migrations_of_self().is_ok());
