@@ -59,6 +59,24 @@ unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, Error> {
         .map_err(|_| Error::Invalid(format!("{what} is not UTF-8")))
 }
 
+/// The caller's `len` bytes at `buf` (NULL only with `len` 0).
+unsafe fn bytes_in<'a>(buf: *const c_void, len: usize) -> Result<&'a [u8], Error> {
+    match (buf.is_null(), len) {
+        (_, 0) => Ok(&[]),
+        (true, _) => Err(Error::Invalid("buffer is NULL".into())),
+        (false, _) => Ok(std::slice::from_raw_parts(buf as *const u8, len)),
+    }
+}
+
+/// The caller's `cap` writable bytes at `buf` (NULL only with `cap` 0).
+unsafe fn bytes_out<'a>(buf: *mut c_void, cap: usize) -> Result<&'a mut [u8], Error> {
+    match (buf.is_null(), cap) {
+        (_, 0) => Ok(&mut []),
+        (true, _) => Err(Error::Invalid("buffer is NULL".into())),
+        (false, _) => Ok(std::slice::from_raw_parts_mut(buf as *mut u8, cap)),
+    }
+}
+
 unsafe fn space<'a>(s: *const Space) -> Result<&'a Space, Error> {
     s.as_ref()
         .ok_or_else(|| Error::Invalid("space handle is NULL".into()))
@@ -204,11 +222,7 @@ pub unsafe extern "C" fn sky_pvas_send(
     len: usize,
 ) -> c_int {
     guard(|| {
-        let data = if len == 0 {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(buf as *const u8, len)
-        };
+        let data = bytes_in(buf, len)?;
         space(s)?.send(to, data).map(|_| 0)
     }) as c_int
 }
@@ -221,11 +235,7 @@ pub unsafe extern "C" fn sky_pvas_recv(
     cap: usize,
 ) -> i64 {
     guard(|| {
-        let out = if cap == 0 {
-            &mut [][..]
-        } else {
-            std::slice::from_raw_parts_mut(buf as *mut u8, cap)
-        };
+        let out = bytes_out(buf, cap)?;
         Ok(space(s)?.recv(from, out)? as i64)
     })
 }
@@ -302,11 +312,7 @@ pub unsafe extern "C" fn sky_pvas_enqueue(
     len: usize,
 ) -> c_int {
     guard(|| {
-        let data = if len == 0 {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(buf as *const u8, len)
-        };
+        let data = bytes_in(buf, len)?;
         queue(q)?.enqueue(data).map(|_| 0)
     }) as c_int
 }
@@ -314,11 +320,7 @@ pub unsafe extern "C" fn sky_pvas_enqueue(
 #[no_mangle]
 pub unsafe extern "C" fn sky_pvas_dequeue(q: *const SkyQueue, buf: *mut c_void, cap: usize) -> i64 {
     guard(|| {
-        let out = if cap == 0 {
-            &mut [][..]
-        } else {
-            std::slice::from_raw_parts_mut(buf as *mut u8, cap)
-        };
+        let out = bytes_out(buf, cap)?;
         Ok(queue(q)?.dequeue(out)? as i64)
     })
 }

@@ -11,11 +11,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn destroy_tells_members_and_removes_the_file() {
     let s = space("destroy", 2, 2);
-    let holder = peer(&s.path, 1, "hold", &[], &[]);
-    assert_eq!(
-        holder.line(Duration::from_secs(10)).as_deref(),
-        Some("ok holding")
-    );
+    let holder = hold(&s.path, 1);
     Space::open(&s.path).unwrap().destroy().unwrap();
     assert_eq!(holder.finish(), ["ok destroyed"], "the member was not told");
     assert!(!s.path.exists(), "the backing file is still there");
@@ -26,11 +22,7 @@ fn destroy_tells_members_and_removes_the_file() {
 fn a_dead_member_is_detected_reported_and_reclaimed() {
     let s = space("dead", 2, 2);
     let me = Space::attach(&s.path, 2).unwrap();
-    let mut holder = peer(&s.path, 1, "hold", &[], &[]);
-    assert_eq!(
-        holder.line(Duration::from_secs(10)).as_deref(),
-        Some("ok holding")
-    );
+    let mut holder = hold(&s.path, 1);
     let pid = holder.child.id();
     assert!(me
         .members()
@@ -55,11 +47,7 @@ fn a_dead_member_is_detected_reported_and_reclaimed() {
         "a dead member is listed alive"
     );
     // A new process takes the slot over.
-    let again = peer(&s.path, 1, "hold", &[], &[]);
-    assert_eq!(
-        again.line(Duration::from_secs(10)).as_deref(),
-        Some("ok holding")
-    );
+    let _again = hold(&s.path, 1);
 }
 
 #[test]
@@ -90,11 +78,7 @@ fn hints_list_members_and_pm_writers() {
         &strs(&["push", "2", "3", "64", "4"]),
         &[],
     );
-    let bystander = peer(&s.path, 3, "hold", &[], &[]);
-    assert_eq!(
-        bystander.line(Duration::from_secs(10)).as_deref(),
-        Some("ok holding")
-    );
+    let bystander = hold(&s.path, 3);
     assert_eq!(
         sender.line(Duration::from_secs(10)).as_deref(),
         Some("ok ready")

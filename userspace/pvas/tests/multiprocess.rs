@@ -104,11 +104,7 @@ fn enqueue_blocks_while_full_and_flush_waits_for_the_receiver() {
         ])
     };
     // The receiver must be a member for the sender to enqueue: hold ID 2.
-    let holder = peer(&s.path, 2, "hold", &[], &[]);
-    assert_eq!(
-        holder.line(Duration::from_secs(10)).as_deref(),
-        Some("ok holding")
-    );
+    let holder = hold(&s.path, 2);
     let send = peer(&s.path, 1, "queue-send", &args(2), &[]);
     let early = send.lines_for(Duration::from_millis(1000));
     let returned: Vec<_> = early
@@ -141,11 +137,7 @@ fn enqueue_blocks_while_full_and_flush_waits_for_the_receiver() {
             "8".into(),
         ])
     };
-    let holder = peer(&s.path, 2, "hold", &[], &[]);
-    assert_eq!(
-        holder.line(Duration::from_secs(10)).as_deref(),
-        Some("ok holding")
-    );
+    let holder = hold(&s.path, 2);
     let send = peer(&s.path, 1, "queue-send", &args(2), &[]);
     let early = send.lines_for(Duration::from_millis(1000));
     assert_eq!(
@@ -183,11 +175,7 @@ fn dequeue_blocks_while_empty() {
     };
     let recv = peer(&s.path, 2, "queue-recv", &args(1), &[]);
     // The sender holds ID 1 without sending for a while.
-    let holder = peer(&s.path, 1, "hold", &[], &[]);
-    assert_eq!(
-        holder.line(Duration::from_secs(10)).as_deref(),
-        Some("ok holding")
-    );
+    let holder = hold(&s.path, 1);
     let early = recv.lines_for(Duration::from_millis(1000));
     assert_eq!(early, ["ok ready"], "dequeue returned from an empty queue");
     let mut holder = holder;

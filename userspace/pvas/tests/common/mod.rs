@@ -120,3 +120,15 @@ impl Drop for Peer {
 pub fn strs(v: &[impl ToString]) -> Vec<String> {
     v.iter().map(ToString::to_string).collect()
 }
+
+/// A member that only holds `id` (until killed or the space goes), started
+/// and attached.
+pub fn hold(path: &std::path::Path, id: u32) -> Peer {
+    let p = peer(path, id, "hold", &[], &[]);
+    assert_eq!(
+        p.line(Duration::from_secs(10)).as_deref(),
+        Some("ok holding"),
+        "member {id} did not attach"
+    );
+    p
+}
