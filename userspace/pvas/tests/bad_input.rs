@@ -151,7 +151,7 @@ fn misuse_gets_clear_errors() {
         entry_count: 2,
     };
     let q = PmQueue::create(&me, spec).unwrap();
-    let holder = hold(&s.path, 2);
+    let _holder = hold(&s.path, 2);
     let e = q.enqueue(&[0u8; 17]).err().unwrap();
     assert_eq!(
         e.to_string(),
