@@ -65,7 +65,7 @@ apt_update_once() {
 	fi
 }
 
-PACKAGES=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config
+PACKAGES=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
 	qemu-system-x86 busybox-static cpio xz-utils zstd)
 
 missing_packages() {

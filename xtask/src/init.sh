@@ -12,6 +12,9 @@ mount -t tmpfs shm /dev/shm
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 # The kernel's own messages go to dmesg only: scenario output stays readable.
 echo 1 > /proc/sys/kernel/printk
+for ko in /lib/modules/sky/*.ko; do
+	[ -e "$ko" ] && insmod "$ko"
+done
 echo "sky-vm: up, $(nproc) CPUs, kernel $(uname -r)"
 cd /scenarios
 sh /run.sh

@@ -16,6 +16,8 @@ const BUSYBOX: &str = "/bin/busybox";
 
 pub struct Contents<'a> {
     pub binaries: &'a [PathBuf],
+    /// Kernel modules, in load order; init.sh insmods them at boot.
+    pub modules: &'a [PathBuf],
     pub kernel: &'a Kernel,
     /// Shell command run as root once the guest is up.
     pub command: &'a str,
@@ -59,6 +61,15 @@ pub fn build(contents: &Contents, out: &Path) -> Result<()> {
                 &stage.join("scenarios").join(script.file_name().unwrap()),
             )?;
         }
+    }
+    let mod_dir = stage.join("lib/modules/sky");
+    fs::create_dir_all(&mod_dir)?;
+    for (i, ko) in contents.modules.iter().enumerate() {
+        let name = ko
+            .file_name()
+            .context("module path has no file name")?
+            .to_string_lossy();
+        fs::copy(ko, mod_dir.join(format!("{i:02}-{name}")))?;
     }
     if let Some(config) = &contents.kernel.config {
         fs::copy(

@@ -5,6 +5,7 @@
 
 pub mod initramfs;
 pub mod kernel;
+pub mod modules;
 pub mod paths;
 pub mod report;
 pub mod vm;

@@ -53,6 +53,11 @@ enum Cmd {
         /// Directory for the space (e.g. a DAX mount for persistent memory).
         #[arg(long, default_value = "/dev/shm")]
         dir: PathBuf,
+        /// Run in the VM on emulated persistent memory (qemu NVDIMM) instead.
+        #[arg(long)]
+        pmem_vm: bool,
+        #[command(flatten)]
+        vm: VmArgs,
     },
     /// SKY-1 workload under EEVDF and scx_sky, side by side, in one VM run.
     Bench {
@@ -88,6 +93,7 @@ impl VmArgs {
             memory_mb: self.memory_mb,
             timeout: Duration::from_secs(self.timeout),
             echo: true,
+            pmem_mb: None,
         }
     }
 }
@@ -139,7 +145,18 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             }
         }
         Cmd::Test => test(),
-        Cmd::BenchPvas { dir } => {
+        Cmd::BenchPvas {
+            pmem_vm: true, vm, ..
+        } => {
+            setup()?;
+            build()?;
+            let cfg = VmConfig {
+                pmem_mb: Some(1024),
+                ..vm.config()
+            };
+            exit_with(vm::run(&cfg, &scenario_command("pvas-pmem")?)?.status)
+        }
+        Cmd::BenchPvas { dir, .. } => {
             build()?;
             let bin = xtask::paths::release_bin("sky-pvas-bench")?;
             exit_with(Command::new(bin).arg(dir).status()?.code().unwrap_or(1))

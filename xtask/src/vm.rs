@@ -72,6 +72,9 @@ pub struct VmConfig {
     pub timeout: Duration,
     /// Copy the guest console to our stdout as it arrives.
     pub echo: bool,
+    /// Emulated persistent memory (qemu NVDIMM) of this many MiB, seen as
+    /// /dev/pmem0 in the guest; its modules and mkfs.ext4 are added.
+    pub pmem_mb: Option<u32>,
 }
 
 impl Default for VmConfig {
@@ -82,6 +85,7 @@ impl Default for VmConfig {
             memory_mb: 2048,
             timeout: Duration::from_secs(300),
             echo: true,
+            pmem_mb: None,
         }
     }
 }
@@ -98,16 +102,30 @@ const EXIT_MARKER: &str = "SKY-VM-EXIT=";
 
 /// The binaries every guest gets.
 pub fn project_binaries() -> Result<Vec<PathBuf>> {
-    ["scx_sky", "sky-work"]
+    ["scx_sky", "sky-work", "sky-pvas-bench", "sky-pvas-peer"]
         .iter()
         .map(|b| release_bin(b))
         .collect()
 }
 
+/// What emulated persistent memory needs in the guest.
+const PMEM_MODULES: [&str; 3] = ["nfit", "nd_pmem", "ext4"];
+const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
+
 /// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
 pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     let kernel = kernel::ensure(cfg.kernel.as_deref())?;
-    let binaries = project_binaries()?;
+    let mut binaries = project_binaries()?;
+    let mut modules = Vec::new();
+    if cfg.pmem_mb.is_some() {
+        modules = crate::modules::resolve(&kernel, &PMEM_MODULES)?;
+        for tool in PMEM_TOOLS {
+            if !Path::new(tool).exists() {
+                bail!("{tool} is missing: run scripts/setup.sh (e2fsprogs)");
+            }
+            binaries.push(PathBuf::from(tool));
+        }
+    }
     let dir = workspace_root().join("target/vm");
     std::fs::create_dir_all(&dir)?;
     // One initramfs per process: tests may build several in parallel.
@@ -115,25 +133,59 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     initramfs::build(
         &Contents {
             binaries: &binaries,
+            modules: &modules,
             kernel: &kernel,
             command,
         },
         &initrd,
     )?;
-    let result = boot(cfg, &kernel, &initrd);
+    let result = boot(cfg, &kernel, &initrd, &dir);
     let _ = std::fs::remove_file(&initrd);
     result
 }
 
-fn boot(cfg: &VmConfig, kernel: &Kernel, initrd: &Path) -> Result<VmOutcome> {
+fn boot(cfg: &VmConfig, kernel: &Kernel, initrd: &Path, dir: &Path) -> Result<VmOutcome> {
+    let mut qemu = Command::new("qemu-system-x86_64");
+    let pmem_file = dir.join(format!("pmem-{}.img", std::process::id()));
+    match cfg.pmem_mb {
+        Some(mb) => {
+            let _ = std::fs::remove_file(&pmem_file);
+            qemu.args(["-machine", "pc,nvdimm=on"])
+                .arg("-m")
+                .arg(format!(
+                    "{},slots=2,maxmem={}M",
+                    cfg.memory_mb,
+                    cfg.memory_mb + mb + 1024
+                ))
+                .arg("-object")
+                .arg(format!(
+                    "memory-backend-file,id=pm0,share=on,mem-path={},size={mb}M",
+                    pmem_file.display()
+                ))
+                .args(["-device", "nvdimm,memdev=pm0,id=nv0"]);
+        }
+        None => {
+            qemu.args(["-m", &cfg.memory_mb.to_string()]);
+        }
+    }
+    let result = run_qemu(cfg, kernel, initrd, qemu);
+    let _ = std::fs::remove_file(&pmem_file);
+    result
+}
+
+fn run_qemu(
+    cfg: &VmConfig,
+    kernel: &Kernel,
+    initrd: &Path,
+    mut qemu: Command,
+) -> Result<VmOutcome> {
     let t = cfg.topology;
-    let mut child = Command::new("qemu-system-x86_64")
+    let mut child = qemu
         // Multi-threaded TCG crashes guests that toggle sched_ext repeatedly.
         .args(["-accel", "tcg,thread=single", "-nographic", "-no-reboot"])
         // qemu64 is an AMD family without SMT support; as an Intel CPU the
         // guest sees SMT siblings without a warning.
         .args(["-cpu", "qemu64,vendor=GenuineIntel"])
-        .args(["-m", &cfg.memory_mb.to_string()])
         .args([
             "-smp",
             &format!(
