@@ -81,14 +81,7 @@ fn impossible_requests_are_refused() {
     assert!(Space::create("odd-size", &opts((2 << 20) + 1, 2)).is_err());
     assert!(Space::create("too-many", &opts(2 << 20, 65)).is_err());
     // A name that exists is not overwritten.
-    let name = s
-        .path
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .trim_start_matches("scx_sky-pvas-")
-        .to_string();
+    let name = s.name.clone();
     let e = Space::create(&name, &opts(2 << 20, 2)).err().unwrap();
     assert!(e.to_string().contains("exists"), "{e}");
 }

@@ -53,14 +53,7 @@ fn a_dead_member_is_detected_reported_and_reclaimed() {
 #[test]
 fn hints_list_members_and_pm_writers() {
     let s = space("hints", 3, 2);
-    let name = s
-        .path
-        .file_name()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .trim_start_matches("scx_sky-pvas-")
-        .to_string();
+    let name = s.name.clone();
     let me = Space::attach(&s.path, 2).unwrap();
     let spec = QueueSpec {
         mode: Mode::Push,

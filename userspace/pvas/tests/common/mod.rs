@@ -13,6 +13,8 @@ use std::time::Duration;
 pub struct TestSpace {
     pub dir: tempfile::TempDir,
     pub path: PathBuf,
+    /// The space's name (unique per test process).
+    pub name: String,
 }
 
 /// A fresh space; its registry entry goes to a private directory too.
@@ -36,7 +38,11 @@ pub fn space(name: &str, members: u32, segment_mb: u64) -> TestSpace {
     let created = Space::create(&unique, &opts).unwrap();
     let path = created.path().to_path_buf();
     drop(created);
-    TestSpace { dir, path }
+    TestSpace {
+        dir,
+        path,
+        name: unique,
+    }
 }
 
 /// A member process whose stdout lines arrive on a channel.
