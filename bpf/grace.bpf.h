@@ -92,12 +92,8 @@ static __always_inline void sky_grace_arm(u64 delay_ns)
 /* Wakes an idle CPU that may run @p, preferring its cache domain. */
 static __always_inline bool sky_kick_idle_for(const struct task_struct *p)
 {
-	s32 cpu = -1;
+	s32 cpu = sky_claim_idle_near(p, scx_bpf_task_cpu(p), true);
 
-	if (sky_task_is_free(p))
-		cpu = sky_claim_idle_in(sky_llc_cpus(sky_llc_of(scx_bpf_task_cpu(p))));
-	if (cpu < 0)
-		cpu = sky_claim_idle_in(p->cpus_ptr);
 	if (cpu < 0)
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);

@@ -66,9 +66,7 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 	decay = sky1_decay(tctx, scx_bpf_now());
 	if (decay == SKY_WARM)
 		return prev_cpu;
-	cpu = sky_claim_idle_in(sky_llc_cpus(sky_llc_of(prev_cpu)));
-	if (cpu < 0 && decay == SKY_LLC_COLD)
-		cpu = sky_claim_idle_in(p->cpus_ptr);
+	cpu = sky_claim_idle_near(p, prev_cpu, decay == SKY_LLC_COLD);
 	if (cpu < 0)
 		return prev_cpu;
 	*direct = true;

@@ -62,6 +62,22 @@ static __always_inline s32 sky_claim_idle_in(const struct cpumask *cpus)
 	return cpu;
 }
 
+/*
+ * Claims an idle CPU for @p near @cpu: in @cpu's cache domain if @p may run
+ * anywhere in it, then (with @anywhere) any CPU @p may use. -1 if none.
+ */
+static __always_inline s32 sky_claim_idle_near(const struct task_struct *p, s32 cpu,
+					       bool anywhere)
+{
+	s32 idle = -1;
+
+	if (sky_task_is_free(p))
+		idle = sky_claim_idle_in(sky_llc_cpus(sky_llc_of(cpu)));
+	if (idle < 0 && anywhere)
+		idle = sky_claim_idle_in(p->cpus_ptr);
+	return idle;
+}
+
 /* Creates one queue and one cpumask per cache domain. */
 static __always_inline s32 sky_topology_init(void)
 {

@@ -76,7 +76,7 @@ impl Space {
     /// sender copies to.
     pub fn recv(&self, from: u32, buf: &mut [u8]) -> Result<usize> {
         let me = self.my_export().map(|_| self.id())?;
-        self.check_member(from)?;
+        self.check_id(from)?;
         let mb = self.mailbox(me, from)?;
         let seq = mb.consumed_seq.load(Ordering::Acquire) + 1;
         let addr = buf.as_mut_ptr() as u64;

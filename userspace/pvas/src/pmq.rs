@@ -160,14 +160,11 @@ impl<'a> PmQueue<'a> {
     /// it if need be.
     pub fn open(space: &'a Space, spec: QueueSpec) -> Result<Self> {
         spec.validate()?;
-        let owner = space.peer(spec.owner())?;
-        let word = &space.export(spec.owner())?.words[AREA_WORD_BASE + spec.slot as usize];
-        let counters = space.export(spec.owner())?;
-        wait_until(
-            space,
-            &counters.recv_queues[spec.slot as usize].wake,
-            Some(owner),
-            None,
+        let owner = space.export(spec.owner())?;
+        let word = &owner.words[AREA_WORD_BASE + spec.slot as usize];
+        space.wait_on(
+            spec.owner(),
+            &owner.recv_queues[spec.slot as usize].wake,
             || word.load(Ordering::Acquire) != 0,
         )?;
         let area = word.load(Ordering::Acquire) as *mut u8;

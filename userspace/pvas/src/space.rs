@@ -182,12 +182,7 @@ impl Space {
     /// process is reclaimed; one held by a live process is refused.
     pub fn attach(path: &Path, id: u32) -> Result<Space> {
         let (file, header) = Self::read_header(path)?;
-        if id == 0 || id > header.max_members {
-            return Err(Error::Invalid(format!(
-                "member ID {id} outside 1..={}",
-                header.max_members
-            )));
-        }
+        check_id(id, header.max_members)?;
         let mut space = Self::map(path.to_path_buf(), file, header, 0)?;
         if space.destroyed() {
             return Err(Error::Destroyed);
@@ -297,18 +292,8 @@ impl Space {
         })
     }
 
-    pub(crate) fn check_member(&self, id: u32) -> Result<()> {
-        self.check_id(id)
-    }
-
-    fn check_id(&self, id: u32) -> Result<()> {
-        if id == 0 || id > self.header.max_members {
-            return Err(Error::Invalid(format!(
-                "member ID {id} outside 1..={}",
-                self.header.max_members
-            )));
-        }
-        Ok(())
+    pub(crate) fn check_id(&self, id: u32) -> Result<()> {
+        check_id(id, self.header.max_members)
     }
 
     /// Member `id`'s export area, found from the ID alone.
@@ -647,6 +632,15 @@ pub struct Member {
     pub pid: u32,
     pub alive: bool,
     pub pm_writer: bool,
+}
+
+fn check_id(id: u32, max_members: u32) -> Result<()> {
+    if id == 0 || id > max_members {
+        return Err(Error::Invalid(format!(
+            "member ID {id} outside 1..={max_members}"
+        )));
+    }
+    Ok(())
 }
 
 fn owner_word(pid: u32, start: u64) -> u64 {
