@@ -20,12 +20,26 @@ typedef unsigned long long u64;
 enum sky_consts {
 	SKY_MAX_CPUS		= 1024,
 	SKY_MAX_LLCS		= 128,
-	/* The per-LLC queues are user DSQs numbered from here. */
+	/* The per-LLC queues are user DSQs numbered from here... */
 	SKY_DSQ_LLC_BASE	= 0x1000,
+	/* ...each CPU's queue of tasks warm on it from here... */
+	SKY_DSQ_CPU_BASE	= 0x2000,
+	/* ...and tasks that waited past the bound sit here, served first. */
+	SKY_DSQ_RESCUE		= 0x3000,
 	/* Marks a CPU whose cache domain was unknown when the daemon started. */
 	SKY_LLC_UNKNOWN		= 0xffffffff,
-	/* Hard cap on the dispatch walk, whatever the policy asks for. */
+	/* Hard cap on the queued tasks one steal walk inspects. */
 	SKY_WALK_MAX		= 32,
+	/* Hard cap on the tasks of one queue the starvation scan inspects. */
+	SKY_SCAN_MAX		= 512,
+};
+
+/* How a task's cache footprint is judged cold (sky_config.decay). */
+enum sky_decay_rule {
+	/* SKY-1 as published: by how long the task slept. */
+	SKY_DECAY_SLEEP		= 0,
+	/* By what other tasks ran on its cache since it left. */
+	SKY_DECAY_PRESSURE	= 1,
 };
 
 /*
@@ -38,14 +52,15 @@ enum sky_stat_idx {
 	SKY_STAT_MOVES_IN_LLC,		/* tasks moved to another CPU of the same cache domain */
 	SKY_STAT_MOVES_ACROSS_LLC,	/* tasks moved to another cache domain */
 	SKY_STAT_DIRECT_HANDOFFS,	/* wakeups handed straight to their idle previous CPU */
+	SKY_STAT_SYNC_HANDOFFS,		/* synchronous wakeups queued on the waker's CPU */
 	SKY_STAT_DECAYED_MOVES,		/* moves of tasks whose cache footprint had decayed */
-	SKY_STAT_WALK_STEPS,		/* queued tasks inspected by dispatch walks */
-	SKY_STAT_WALKS,			/* dispatch walks over a cache-domain queue */
+	SKY_STAT_WARM_QUEUED,		/* tasks queued for the CPU whose cache they are warm in */
+	SKY_STAT_COLD_QUEUED,		/* tasks queued with a cold footprint: any CPU of the domain may take them */
+	SKY_STAT_STEALS_IN_LLC,		/* warm tasks taken by an idle CPU of the same domain */
 	SKY_STAT_STEALS,		/* tasks taken from another cache domain's queue */
-	SKY_STAT_STARVATION_RESCUES,	/* tasks taken out of order because they waited too long */
-	SKY_STAT_GRACE_EXPIRED,		/* warm tasks taken by another CPU after the affinity grace */
 	SKY_STAT_GRACE_KICKS,		/* idle CPUs woken because a task's affinity grace ran out */
-	SKY_STAT_IDLE_WITH_WAITERS,	/* CPUs that went idle while a task waited past the bound */
+	SKY_STAT_STARVATION_RESCUES,	/* tasks moved to the front because they waited too long */
+	SKY_STAT_IDLE_WITH_WAITERS,	/* CPUs that went idle while a task they could run waited past the bound */
 	SKY_STAT_WAIT_NS,		/* total nanoseconds tasks spent queued */
 	SKY_STAT_HOTPLUG_EVENTS,	/* CPUs that went online or offline */
 	SKY_NR_STATS,
@@ -58,14 +73,26 @@ enum sky_stat_idx {
 struct sky_config {
 	/* 1: SKY-1 last-CPU affinity; 0: plain weighted vtime (baseline). */
 	u32 affinity;
-	/* Max queued tasks a dispatch inspects looking for a cache-warm one. */
+	/* How a footprint decays: enum sky_decay_rule. */
+	u32 decay;
+	/* Max queued tasks of another domain a steal inspects. */
 	u32 walk_depth;
-	/* Off-CPU time after which the private (L2) cache is assumed cold. */
+	/* 1: a synchronous wakeup may run on the waker's CPU (shared data). */
+	u32 wake_sync;
+	/* Sleep rule: off-CPU time after which the private (L2) cache is cold. */
 	u64 decay_core_ns;
-	/* Off-CPU time after which the shared last-level cache is assumed cold. */
+	/* Sleep rule: off-CPU time after which the last-level cache is cold. */
 	u64 decay_llc_ns;
-	/* Time slice given to each dispatched task. */
+	/* Pressure rule: bytes others pulled into a CPU's share of the core cache. */
+	u64 decay_core_bytes;
+	/* Pressure rule: bytes others pulled into the LLC. */
+	u64 decay_llc_bytes;
+	/* Pressure rule: bytes a CPU pulls into its caches per ms of run time. */
+	u64 fill_bytes_per_ms;
+	/* Longest time slice; shorter while tasks wait for the CPU. */
 	u64 slice_ns;
+	/* Shortest time slice, however many tasks wait. */
+	u64 slice_min_ns;
 	/* Most vtime credit a task can bank while sleeping. */
 	u64 sleeper_credit_ns;
 	/*
@@ -74,7 +101,7 @@ struct sky_config {
 	 * task at once.
 	 */
 	u64 affinity_grace_ns;
-	/* A task queued this long is run next by any CPU that can take it. */
+	/* Every queued task runs within this (plus scheduling latency). */
 	u64 starve_ns;
 	/* Generation, bumped on each policy change (shown in stats). */
 	u64 generation;

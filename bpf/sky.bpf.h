@@ -2,8 +2,17 @@
 /*
  * sky.bpf.h - the one header every scx_sky BPF file includes: kernel and scx
  * headers, the shared interface, per-task state and the policy in force.
- * Each concern lives in its own file (topology, stats, vtime, sky1) and
- * main.bpf.c only wires them into the sched_ext ops table.
+ * Each concern lives in its own file and main.bpf.c only wires them into
+ * the sched_ext ops table:
+ *
+ *   topology.bpf.h  cache domains, CPU online state, idle-CPU claims
+ *   stats.bpf.h     per-CPU counters
+ *   vtime.bpf.h     weighted virtual time and slices
+ *   decay.bpf.h     when a task's cache footprint is cold (sleep / pressure)
+ *   grace.bpf.h     when an idle CPU may take a task warm on another CPU
+ *   sky1.bpf.h      SKY-1 placement: which queue a task waits in, dispatch
+ *   bound.bpf.h     the wait bound: grace alarms and starvation rescue
+ *   dump.bpf.h      what the kernel prints when it ejects the scheduler
  */
 #ifndef __SKY_BPF_H
 #define __SKY_BPF_H
@@ -11,20 +20,23 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 
-char _license[] SEC("license") = "GPL";
-
 /* Per-task scheduling state, in task-local storage. */
 struct sky_task {
 	/* CPU the task last ran on; -1 before its first run. */
 	s32 last_cpu;
+	/* 1 if its footprint was cold when it was queued: anyone may take it. */
+	u32 cold;
 	/* When the task went to sleep; 0 while it is runnable. */
 	u64 slept_at_ns;
 	/* Length of its most recent sleep. */
 	u64 last_sleep_ns;
 	/* When the task was queued; 0 while it is not waiting in a queue. */
 	u64 queued_at_ns;
-	/* The CPU whose count of waiting tasks includes this one, or -1. */
-	s32 waiting_for;
+	/* When it last started running: its run time is charged from this. */
+	u64 started_at_ns;
+	/* Cache pressure on last_cpu and on its LLC when the task left them. */
+	u64 left_cpu_pressure;
+	u64 left_llc_pressure;
 };
 
 struct {
@@ -45,18 +57,6 @@ static __always_inline struct sky_task *sky_task_of(const struct task_struct *p)
 	return bpf_task_storage_get(&sky_tasks, (struct task_struct *)p, 0, 0);
 }
 
-/*
- * How long the task slept before this wakeup: SKY-1's measure of how much of
- * its cached data other tasks have overwritten. Before ops.runnable has run
- * (i.e. in select_cpu) the sleep is still going on and is measured to now.
- */
-static __always_inline u64 sky_sleep_ns(const struct sky_task *tctx, u64 now)
-{
-	if (tctx->slept_at_ns)
-		return now > tctx->slept_at_ns ? now - tctx->slept_at_ns : 0;
-	return tctx->last_sleep_ns;
-}
-
 /* How long the task has been waiting in a queue; 0 if it is not queued. */
 static __always_inline u64 sky_queued_for(const struct sky_task *tctx, u64 now)
 {
@@ -67,6 +67,17 @@ static __always_inline u64 sky_queued_for(const struct sky_task *tctx, u64 now)
 static __always_inline bool sky_task_is_free(const struct task_struct *p)
 {
 	return p->nr_cpus_allowed >= scx_bpf_nr_cpu_ids();
+}
+
+/*
+ * The head (next to run) of @dsq without taking it, or NULL. Valid only
+ * for reading inside the current callback.
+ */
+static __always_inline struct task_struct *sky_peek(u64 dsq)
+{
+	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+		return NULL;
+	return __COMPAT_scx_bpf_dsq_peek(dsq);
 }
 
 #endif /* __SKY_BPF_H */

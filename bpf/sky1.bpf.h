@@ -2,20 +2,25 @@
 /*
  * sky1.bpf.h - SKY-1 cache affinity (Hitachi, see docs/design.md): run a
  * task on the CPU whose caches most likely still hold its data, the CPU it
- * last ran on, without ever letting a CPU idle while work waits.
+ * last ran on, without letting a CPU idle while work waits.
  *
- * Wakeup:   previous CPU idle -> hand the task to it directly; otherwise
- *           queue it on its cache domain's queue.
- * Dispatch: walk the domain queue in priority order (bounded) and take the
- *           first task that last ran here or whose cache has decayed; if
- *           none, take the highest-priority task - at once in pure SKY-1,
- *           or once it has waited affinity_grace_ns (grace.bpf.h).
- * Decay:    two levels. Asleep longer than decay_core_ns, the private L2
- *           is cold: the task may move inside its LLC. Longer than
- *           decay_llc_ns, the LLC is cold too: it may move anywhere.
+ * Queues: each CPU has a queue of the tasks warm on it; each cache domain
+ * (LLC) a queue of tasks whose private cache went cold, which any of its
+ * CPUs takes. Both are ordered by vtime, and a CPU runs the earlier of its
+ * own queue's head and its domain queue's head: affinity never costs
+ * fairness inside a CPU's share of work.
  *
- * As in the paper, decay is measured by sleep time: a task preempted and
- * queued is still taken to be warm on its last CPU.
+ * Wakeup:   previous CPU idle -> hand the task to it directly. Otherwise,
+ *           by the decay of its footprint (decay.bpf.h): warm -> wait in
+ *           the previous CPU's queue; core-cold -> an idle CPU of the same
+ *           domain; LLC-cold -> any idle CPU; with none idle, a cold task
+ *           waits in its previous CPU's queue too, free for any CPU to take.
+ *           A synchronous wakeup (the waker is about to sleep, e.g. a pipe
+ *           round trip) goes to the waker's CPU when nothing else waits
+ *           there: the data the task needs is in that CPU's cache.
+ * Dispatch: the rescue queue; own and domain queue by vtime; a sibling's
+ *           task whose grace ran out (grace.bpf.h); another domain's task
+ *           that is LLC-cold or waited out its grace.
  */
 #ifndef __SKY_SKY1_BPF_H
 #define __SKY_SKY1_BPF_H
@@ -23,28 +28,30 @@
 #include "sky.bpf.h"
 #include "stats.bpf.h"
 #include "topology.bpf.h"
+#include "vtime.bpf.h"
+#include "decay.bpf.h"
 #include "grace.bpf.h"
+#include "bound.bpf.h"
 
-enum sky_decay {
-	SKY_WARM,		/* cache still warm: stay on the last CPU */
-	SKY_CORE_COLD,		/* private cache cold: any CPU of the LLC */
-	SKY_LLC_COLD,		/* everything cold: any CPU */
-};
-
-static __always_inline enum sky_decay sky1_decay(const struct sky_task *tctx, u64 now)
+/*
+ * A synchronous wakeup's target: the waker's CPU if @p may run there and
+ * nothing else waits for it, else -1.
+ */
+static __always_inline s32 sky1_sync_target(const struct task_struct *p, u64 wake_flags)
 {
-	u64 slept = sky_sleep_ns(tctx, now);
+	s32 cpu = bpf_get_smp_processor_id();
 
-	if (tctx->last_cpu < 0 || slept >= sky_cfg.decay_llc_ns)
-		return SKY_LLC_COLD;
-	if (slept >= sky_cfg.decay_core_ns)
-		return SKY_CORE_COLD;
-	return SKY_WARM;
+	if (!sky_cfg.wake_sync || !(wake_flags & SCX_WAKE_SYNC) || !sky_cpu_usable(p, cpu))
+		return -1;
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0 ||
+	    scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0)
+		return -1;
+	return cpu;
 }
 
 /*
  * Wakeup placement. Returns the CPU to run on and sets *direct when the
- * task was handed to an idle CPU (it then skips the queues).
+ * task goes straight to that CPU's local queue.
  */
 static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
 					   bool *direct)
@@ -54,139 +61,211 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 	s32 cpu;
 
 	*direct = false;
-	if (!tctx || !sky_task_is_free(p))
-		return scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, direct);
-
-	if (scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
+	if (!tctx)
+		return prev_cpu;
+	tctx->cold = 0;
+	cpu = sky1_sync_target(p, wake_flags);
+	if (cpu >= 0) {
+		*direct = true;
+		sky_stat_inc(SKY_STAT_SYNC_HANDOFFS);
+		return cpu;
+	}
+	if (sky_cpu_usable(p, prev_cpu) && scx_bpf_test_and_clear_cpu_idle(prev_cpu)) {
 		*direct = true;
 		sky_stat_inc(SKY_STAT_DIRECT_HANDOFFS);
 		return prev_cpu;
 	}
-
-	decay = sky1_decay(tctx, scx_bpf_now());
+	decay = sky_decay_of(p, tctx, scx_bpf_now());
 	if (decay == SKY_WARM)
 		return prev_cpu;
-	cpu = sky_claim_idle_near(p, prev_cpu, decay == SKY_LLC_COLD);
+	tctx->cold = 1;
+	cpu = sky_claim_idle_for(p, sky_llc_of(prev_cpu), decay == SKY_LLC_COLD);
 	if (cpu < 0)
 		return prev_cpu;
 	*direct = true;
 	return cpu;
 }
 
-/* What a dispatch walk is looking for, in the order dispatch tries them. */
-enum sky_pick {
-	SKY_PICK_HERE,		/* own domain: last ran here, or core cache cold */
-	SKY_PICK_FOREIGN,	/* another domain: LLC cold */
-	SKY_PICK_EXPIRED,	/* any domain: affinity grace ran out */
-};
-
 /*
- * Does @cpu want @p under @pick? A task that waited starve_ns always
- * qualifies: fairness overrides affinity.
+ * Queues @p (not direct-dispatched at wakeup) and wakes a CPU if one should
+ * take it now. @cpu is the CPU the kernel has it on.
+ *
+ * A task waits for the CPU it last ran on whenever it has one: warm, that
+ * CPU is where its data is; cold, it may go anywhere, but if no CPU is
+ * idle it would wait anyway, and its own CPU is as good a place to wait as
+ * any (that is what keeps a busy machine's tasks from churning). Marked
+ * cold, it is taken at once by any CPU of its domain that runs dry. Only
+ * a task with no usable last CPU (new, or its CPU went offline or left its
+ * cpumask) waits in its domain's queue.
  */
-static __always_inline bool sky1_wants(const struct task_struct *p, s32 cpu, u64 now,
-				       enum sky_pick pick)
+static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task *tctx, s32 cpu,
+					 u64 enq_flags, u64 now)
 {
-	struct sky_task *tctx = sky_task_of(p);
-	u64 queued;
+	enum sky_decay decay = SKY_LLC_COLD;
+	u64 slice = sky_cfg.slice_ns, vtime = sky_vtime_for_queue(p);
+	u32 llc = sky_llc_of(cpu);
+	s32 owner = -1, idle;
 
-	if (!tctx)
-		return true;
-	queued = sky_queued_for(tctx, now);
-	if (queued >= sky_cfg.starve_ns)
-		return true;
-	switch (pick) {
-	case SKY_PICK_HERE:
-		return tctx->last_cpu == cpu || sky1_decay(tctx, now) >= SKY_CORE_COLD;
-	case SKY_PICK_FOREIGN:
-		return sky1_decay(tctx, now) == SKY_LLC_COLD;
-	default:
-		return !sky_grace_left(tctx, now);
+	if (p->nr_cpus_allowed == 1) {
+		/* Pinned: it waits for the one CPU it may use. */
+		owner = bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ? cpu : bpf_cpumask_first(p->cpus_ptr);
+		decay = SKY_WARM;
+	} else if (sky_cfg.affinity && tctx) {
+		decay = sky_decay_of(p, tctx, now);
+		if (tctx->last_cpu >= 0 && sky_cpu_usable(p, tctx->last_cpu)) {
+			owner = tctx->last_cpu;
+			llc = sky_llc_of(owner);
+		}
 	}
+	if (tctx)
+		tctx->cold = decay != SKY_WARM;
+
+	/* Cold (or no affinity): the first idle CPU that may take it. */
+	if (decay != SKY_WARM) {
+		idle = sky_claim_idle_for(p, llc, decay == SKY_LLC_COLD || !sky_cfg.affinity);
+		if (idle >= 0) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, slice, enq_flags);
+			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+			return;
+		}
+	}
+	if (owner < 0) {
+		scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), slice, vtime, enq_flags);
+		sky_stat_inc(SKY_STAT_COLD_QUEUED);
+		return;
+	}
+
+	scx_bpf_dsq_insert_vtime(p, sky_cpu_dsq(owner), slice, vtime, enq_flags);
+	sky_stat_inc(decay == SKY_WARM ? SKY_STAT_WARM_QUEUED : SKY_STAT_COLD_QUEUED);
+	if (scx_bpf_test_and_clear_cpu_idle(owner)) {
+		scx_bpf_kick_cpu(owner, SCX_KICK_IDLE);
+		return;
+	}
+	if (decay != SKY_WARM || p->nr_cpus_allowed == 1)
+		return;
+	/* Pure SKY-1: an idle CPU of the domain takes it now. */
+	if (!sky_cfg.affinity_grace_ns) {
+		idle = sky_claim_idle_for(p, llc, true);
+		if (idle >= 0)
+			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		return;
+	}
+	/* Else an idle CPU leaves it to its owner for the grace. */
+	if (sky_any_idle())
+		sky_bound_arm(now, sky_cfg.affinity_grace_ns);
+}
+
+/* Runs the earlier (by vtime) of the heads of @a and @b on this CPU. */
+static __always_inline bool sky1_take_earlier(u64 a, u64 b)
+{
+	struct task_struct *pa = sky_peek(a), *pb = sky_peek(b);
+
+	if (pa && pb && (s64)(pb->scx.dsq_vtime - pa->scx.dsq_vtime) < 0) {
+		u64 t = a;
+
+		a = b;
+		b = t;
+	}
+	return scx_bpf_dsq_move_to_local(a, 0) || scx_bpf_dsq_move_to_local(b, 0);
 }
 
 /*
- * Walks up to walk_depth tasks of @dsq in priority order and moves the
- * first one @cpu wants to its local queue. Returns true if a task moved.
- * A global function: the verifier checks it once, not at every call site.
+ * Takes one of the first walk_depth tasks of @dsq that @cpu may run and
+ * that another CPU may take now: for a CPU queue (@owner >= 0) its grace
+ * ran out, for a domain queue it is LLC-cold or waited out its grace.
+ * Returns 0 if one moved to @cpu, else the nanoseconds until one may.
+ * Global: verified once (see sky_rescue_scan on the loop's shape).
  */
-__hidden int sky1_walk(u64 dsq, s32 cpu, u32 pick)
+__noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 {
+	u64 next = (u64)-1, left;
+	struct bpf_iter_scx_dsq it;
 	struct task_struct *p;
-	u64 now = scx_bpf_now();
-	u32 depth = sky_cfg.walk_depth, steps = 0;
-	bool moved = false;
+	struct sky_task *tctx;
+	u32 n;
 
-	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
-		return false;
-	if (depth > SKY_WALK_MAX)
-		depth = SKY_WALK_MAX;
-	bpf_for_each(scx_dsq, p, dsq, 0) {
-		if (steps++ >= depth)
+	bpf_iter_scx_dsq_new(&it, dsq, 0);
+	bpf_for(n, 0, SKY_WALK_MAX) {
+		if (n >= sky_cfg.walk_depth)
 			break;
-		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
-		    !sky1_wants(p, cpu, now, pick))
+		p = bpf_iter_scx_dsq_next(&it);
+		if (!p)
+			break;
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			moved = true;
+		tctx = sky_task_of(p);
+		left = 0;
+		if (tctx)
+			left = owner >= 0 ? sky_grace_left(tctx, owner, now) :
+					    sky_foreign_left(p, tctx, now);
+		if (left) {
+			if (left < next)
+				next = left;
+			continue;
+		}
+		if (scx_bpf_dsq_move(&it, p, SCX_DSQ_LOCAL, 0)) {
+			next = 0;
 			break;
 		}
 	}
-	sky_stat_inc(SKY_STAT_WALKS);
-	sky_stat_add(SKY_STAT_WALK_STEPS, steps);
-	return moved;
+	bpf_iter_scx_dsq_destroy(&it);
+	return next;
 }
 
-/* Walks every domain but @own, nearest first. */
-static __always_inline bool sky1_walk_others(s32 cpu, u32 own, enum sky_pick pick)
+/*
+ * Takes a task waiting for another CPU of @cpu's domain @llc whose grace
+ * ran out, else one of another domain (nearest first). If none may be
+ * taken yet, the alarm is set for when the first one may.
+ */
+static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
 {
+	u64 next = (u64)-1, left;
+	s32 owner;
 	u32 i;
 
+	bpf_for(i, 0, SKY_MAX_CPUS) {
+		owner = sky_llc_cpu(llc, i);
+		if (owner < 0)
+			break;
+		if (owner == cpu || scx_bpf_dsq_nr_queued(sky_cpu_dsq(owner)) <= 0)
+			continue;
+		left = sky1_steal_from(sky_cpu_dsq(owner), owner, cpu, now);
+		if (!left) {
+			sky_stat_inc(SKY_STAT_STEALS_IN_LLC);
+			return true;
+		}
+		if (left < next)
+			next = left;
+	}
 	bpf_for(i, 1, nr_llcs) {
-		if (sky1_walk(sky_llc_dsq((own + i) % nr_llcs), cpu, pick)) {
+		u64 dsq = sky_llc_dsq((llc + i) % nr_llcs);
+
+		if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+			continue;
+		left = sky1_steal_from(dsq, -1, cpu, now);
+		if (!left) {
 			sky_stat_inc(SKY_STAT_STEALS);
 			return true;
 		}
+		if (left < next)
+			next = left;
 	}
+	if (next != (u64)-1)
+		sky_bound_arm(now, next);
 	return false;
 }
 
-/*
- * SKY-1 dispatch for @cpu in domain @own: a warm or core-cold task of its
- * own domain, else an LLC-cold task of another, else (after the grace) the
- * highest-priority task anywhere. If it leaves tasks waiting for their own
- * CPUs, the grace timer makes sure none waits much past its grace.
- */
-static __always_inline bool sky1_dispatch(s32 cpu, u32 own)
+/* Finds @cpu its next task; false if it may idle (or keep its task). */
+static __always_inline bool sky1_dispatch(s32 cpu)
 {
-	u64 dsq = sky_llc_dsq(own);
+	u32 llc = sky_llc_of(cpu);
+	u64 now = scx_bpf_now();
 
-	if (sky1_walk(dsq, cpu, SKY_PICK_HERE) || sky1_walk_others(cpu, own, SKY_PICK_FOREIGN))
-		return true;
-	if (sky1_walk(dsq, cpu, SKY_PICK_EXPIRED) || sky1_walk_others(cpu, own, SKY_PICK_EXPIRED)) {
-		sky_stat_inc(SKY_STAT_GRACE_EXPIRED);
-		return true;
-	}
-	if (scx_bpf_dsq_nr_queued(dsq) > 0)
-		sky_grace_arm(sky_cfg.affinity_grace_ns);
-	return false;
-}
-
-/*
- * After queueing @p behind a busy previous CPU: wake an idle CPU for it at
- * once if it may move (its cache decayed, or no grace), else let the grace
- * timer do so only if its own CPU does not get to it in time.
- */
-static __always_inline void sky1_queued(const struct task_struct *p)
-{
-	struct sky_task *tctx = sky_task_of(p);
-
-	if (!tctx || !sky_cfg.affinity_grace_ns ||
-	    sky1_decay(tctx, scx_bpf_now()) != SKY_WARM) {
-		sky_kick_idle_for(p);
-		return;
-	}
-	sky_grace_arm(sky_cfg.affinity_grace_ns);
+	if (llc >= nr_llcs)
+		llc = 0;
+	return scx_bpf_dsq_move_to_local(SKY_DSQ_RESCUE, 0) ||
+	       sky1_take_earlier(sky_cpu_dsq(cpu), sky_llc_dsq(llc)) ||
+	       sky1_steal(cpu, llc, now);
 }
 
 #endif /* __SKY_SKY1_BPF_H */

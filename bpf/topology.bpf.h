@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * topology.bpf.h - cache domains. The daemon reads the topology from sysfs
- * and fills cpu_llc[]; here each last-level-cache (LLC) domain gets its own
- * queue (a user DSQ) and a cpumask to look for idle CPUs in.
+ * topology.bpf.h - cache domains and CPUs. The daemon reads the topology
+ * from sysfs and fills the read-only arrays below; here each last-level
+ * cache (LLC) domain gets its own queue and a cpumask to look for idle CPUs
+ * in, each CPU a queue of the tasks warm on it, and hotplug keeps a record
+ * of which CPUs are offline (a task is never left waiting for one).
  */
 #ifndef __SKY_TOPOLOGY_BPF_H
 #define __SKY_TOPOLOGY_BPF_H
@@ -10,7 +12,17 @@
 #include "sky.bpf.h"
 
 const volatile u32 nr_llcs = 1;
+const volatile u32 nr_cpus = 1;
 const volatile u32 cpu_llc[SKY_MAX_CPUS];
+/*
+ * The CPUs of LLC l are llc_cpus[llc_start[l] .. llc_start[l + 1]).
+ * llc_start is twice as long as needed so a mask bounds every index.
+ */
+const volatile u32 llc_cpus[SKY_MAX_CPUS];
+const volatile u32 llc_start[2 * SKY_MAX_LLCS];
+
+/* 1 for a CPU that is offline; the daemon fills it, hotplug keeps it. */
+u8 sky_offline_cpus[SKY_MAX_CPUS];
 
 struct sky_llc_mask {
 	struct bpf_cpumask __kptr *cpus;
@@ -23,20 +35,40 @@ struct {
 	__type(value, struct sky_llc_mask);
 } sky_llc_masks SEC(".maps");
 
+/* Masks keep the verifier sure of array bounds (the sizes are powers of 2). */
+static __always_inline u32 sky_cpu_idx(s32 cpu)
+{
+	return (u32)cpu & (SKY_MAX_CPUS - 1);
+}
+
 static __always_inline u32 sky_llc_of(s32 cpu)
 {
-	u32 idx = (u32)cpu;
-
-	if (idx >= SKY_MAX_CPUS)
+	if ((u32)cpu >= SKY_MAX_CPUS)
 		return SKY_LLC_UNKNOWN;
-	/* The mask keeps the verifier sure of the bound (SKY_MAX_CPUS is 2^n). */
-	return cpu_llc[idx & (SKY_MAX_CPUS - 1)];
+	return cpu_llc[sky_cpu_idx(cpu)];
 }
 
 /* The queue of @llc; unknown domains share domain 0's queue. */
 static __always_inline u64 sky_llc_dsq(u32 llc)
 {
 	return SKY_DSQ_LLC_BASE + (llc < nr_llcs ? llc : 0);
+}
+
+/* The queue of tasks whose caches are warm on @cpu. */
+static __always_inline u64 sky_cpu_dsq(s32 cpu)
+{
+	return SKY_DSQ_CPU_BASE + sky_cpu_idx(cpu);
+}
+
+static __always_inline bool sky_cpu_is_online(s32 cpu)
+{
+	return (u32)cpu < nr_cpus && !sky_offline_cpus[sky_cpu_idx(cpu)];
+}
+
+/* May @p run on @cpu now: online and in its cpumask. */
+static __always_inline bool sky_cpu_usable(const struct task_struct *p, s32 cpu)
+{
+	return sky_cpu_is_online(cpu) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
 }
 
 static __always_inline const struct cpumask *sky_llc_cpus(u32 llc)
@@ -46,9 +78,30 @@ static __always_inline const struct cpumask *sky_llc_cpus(u32 llc)
 	return m && m->cpus ? (const struct cpumask *)m->cpus : NULL;
 }
 
+static __always_inline u32 sky_llc_first(u32 llc)
+{
+	return llc < nr_llcs ? llc_start[llc & (2 * SKY_MAX_LLCS - 1)] : 0;
+}
+
+/* Number of CPUs in @llc; 0 for an unknown domain. */
+static __always_inline u32 sky_llc_size(u32 llc)
+{
+	if (llc >= nr_llcs)
+		return 0;
+	return llc_start[(llc + 1) & (2 * SKY_MAX_LLCS - 1)] - sky_llc_first(llc);
+}
+
+/* The i-th CPU of @llc, or -1 past its end. */
+static __always_inline s32 sky_llc_cpu(u32 llc, u32 i)
+{
+	if (i >= sky_llc_size(llc))
+		return -1;
+	return llc_cpus[sky_cpu_idx(sky_llc_first(llc) + i)];
+}
+
 /*
- * Claims an idle CPU of @llc, a whole idle core first so the task does not
- * share a core's caches and pipeline with a busy sibling. Returns -1 if none.
+ * Claims an idle CPU among @cpus, a whole idle core first so the task does
+ * not share a core's caches and pipeline with a busy sibling. -1 if none.
  */
 static __always_inline s32 sky_claim_idle_in(const struct cpumask *cpus)
 {
@@ -63,27 +116,51 @@ static __always_inline s32 sky_claim_idle_in(const struct cpumask *cpus)
 }
 
 /*
- * Claims an idle CPU for @p near @cpu: in @cpu's cache domain if @p may run
- * anywhere in it, then (with @anywhere) any CPU @p may use. -1 if none.
+ * Claims an idle CPU @p may use in @llc, or (with @anywhere) any idle CPU
+ * @p may use, its own domain first. -1 if none. A task with a restricted
+ * cpumask skips the domain preference: the domain's mask would offer CPUs
+ * it may not use.
  */
-static __always_inline s32 sky_claim_idle_near(const struct task_struct *p, s32 cpu,
-					       bool anywhere)
+static __always_inline s32 sky_claim_idle_for(const struct task_struct *p, u32 llc,
+					      bool anywhere)
 {
-	s32 idle = -1;
+	s32 cpu = -1;
 
 	if (sky_task_is_free(p))
-		idle = sky_claim_idle_in(sky_llc_cpus(sky_llc_of(cpu)));
-	if (idle < 0 && anywhere)
-		idle = sky_claim_idle_in(p->cpus_ptr);
-	return idle;
+		cpu = sky_claim_idle_in(sky_llc_cpus(llc));
+	if (cpu < 0 && (anywhere || !sky_task_is_free(p)))
+		cpu = sky_claim_idle_in(p->cpus_ptr);
+	return cpu;
 }
 
-/* Creates one queue and one cpumask per cache domain. */
+/* Is any CPU idle right now? Decides whether waiting tasks need an alarm. */
+static __always_inline bool sky_any_idle(void)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	bool any = !bpf_cpumask_empty(idle);
+
+	scx_bpf_put_idle_cpumask(idle);
+	return any;
+}
+
+/* Creates the queues: one per cache domain, one per CPU, the rescue queue. */
 static __always_inline s32 sky_topology_init(void)
 {
 	u32 llc, cpu;
 	s32 err;
 
+	err = scx_bpf_create_dsq(SKY_DSQ_RESCUE, -1);
+	if (err) {
+		scx_bpf_error("creating the rescue queue failed: %d", err);
+		return err;
+	}
+	bpf_for(cpu, 0, nr_cpus) {
+		err = scx_bpf_create_dsq(sky_cpu_dsq(cpu), -1);
+		if (err) {
+			scx_bpf_error("creating the queue of CPU %u failed: %d", cpu, err);
+			return err;
+		}
+	}
 	bpf_for(llc, 0, nr_llcs) {
 		struct sky_llc_mask *m;
 		struct bpf_cpumask *mask, *old;
@@ -98,8 +175,8 @@ static __always_inline s32 sky_topology_init(void)
 		mask = bpf_cpumask_create();
 		if (!mask)
 			return -ENOMEM;
-		bpf_for(cpu, 0, SKY_MAX_CPUS) {
-			if (cpu_llc[cpu] == llc)
+		bpf_for(cpu, 0, nr_cpus) {
+			if (cpu_llc[sky_cpu_idx(cpu)] == llc)
 				bpf_cpumask_set_cpu(cpu, mask);
 		}
 		m = bpf_map_lookup_elem(&sky_llc_masks, &llc);

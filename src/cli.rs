@@ -88,19 +88,27 @@ pub struct RunOpts {
     #[arg(short, long, default_value = "sky1")]
     pub policy: String,
 
-    /// Core (L2) decay threshold in microseconds: a task off CPU longer
-    /// than this may move within its cache domain. Default: derived from
-    /// this machine's cache sizes.
+    /// How a task's cache footprint decays (overrides the policy):
+    /// `pressure`, by what other tasks ran on its CPU and cache domain
+    /// since it left; `sleep`, by how long it slept (SKY-1 as published).
+    #[arg(long, value_enum, value_name = "RULE")]
+    pub decay: Option<sky_policy::DecayRule>,
+
+    /// Sleep rule: core (L2) decay threshold in microseconds; a task off
+    /// CPU longer than this may move within its cache domain. Default:
+    /// derived from this machine's cache sizes.
     #[arg(long, value_name = "US")]
     pub decay_core_us: Option<u64>,
 
-    /// LLC decay threshold in microseconds: a task off CPU longer than this
-    /// may move to any CPU. Default: derived from cache sizes.
+    /// Sleep rule: LLC decay threshold in microseconds; a task off CPU
+    /// longer than this may move to any CPU. Default: derived from cache
+    /// sizes.
     #[arg(long, value_name = "US")]
     pub decay_llc_us: Option<u64>,
 
-    /// Rate at which one CPU refills a cache with new data, in MB/s; the
-    /// derived decay thresholds are cache size / (sharing CPUs x this rate).
+    /// Rate at which one running CPU pulls new data into its caches, in
+    /// MB/s: the pressure rule counts run time x this rate; the sleep
+    /// rule's thresholds are cache size / (sharing CPUs x this rate).
     #[arg(long, value_name = "MBPS", default_value_t = 1000)]
     pub cache_fill_mbps: u64,
 
@@ -113,10 +121,15 @@ pub struct RunOpts {
     #[arg(long, value_name = "US")]
     pub affinity_grace_us: Option<u64>,
 
-    /// Queued tasks a dispatch inspects for a cache-warm one, 1-32
-    /// (overrides the policy).
+    /// Queued tasks a steal inspects per queue, 1-32 (overrides the
+    /// policy).
     #[arg(long, value_name = "N")]
     pub walk_depth: Option<u32>,
+
+    /// Wait bound in milliseconds: every queued task runs within this
+    /// (overrides the policy; must exceed (2 x slice + grace) x 8/7).
+    #[arg(long, value_name = "MS")]
+    pub starve_ms: Option<u64>,
 
     /// Print a statistics line every this many seconds; 0 prints none.
     #[arg(short = 'i', long, value_name = "SECS", default_value_t = 2.0)]
@@ -163,10 +176,22 @@ mod tests {
 
     #[test]
     fn options_parse_and_bad_values_are_named() {
-        let cli =
-            Cli::try_parse_from(["scx_sky", "-p", "vtime", "--decay-core-us", "300"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "scx_sky",
+            "-p",
+            "vtime",
+            "--decay-core-us",
+            "300",
+            "--decay",
+            "sleep",
+        ])
+        .unwrap();
         assert_eq!(cli.run.policy, "vtime");
         assert_eq!(cli.run.decay_core_us, Some(300));
+        assert_eq!(cli.run.decay, Some(sky_policy::DecayRule::Sleep));
+        let err = Cli::try_parse_from(["scx_sky", "--decay", "clock"]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("clock") && msg.contains("pressure"), "{msg}");
         assert!(cli.command.is_none());
         let err = Cli::try_parse_from(["scx_sky", "--walk-depth", "many"]).unwrap_err();
         assert!(err.to_string().contains("--walk-depth"), "{err}");

@@ -1,14 +1,14 @@
 //! Loading, configuring and running the BPF scheduler.
 
 use crate::bpf::intf;
-use crate::bpf::skel::{BpfSkel, BpfSkelBuilder};
+use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
 use crate::cli::{seconds, RunOpts};
 use crate::stats::Counters;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
-use sky_policy::{Knobs, Overrides, Policy};
+use sky_policy::{DecayRule, Knobs, Overrides, Policy};
 use sky_topology::Topology;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,8 +26,23 @@ impl<'a> Scheduler<'a> {
     pub fn init(opts: &RunOpts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let stats_interval = seconds("stats-interval", opts.stats_interval)?;
         let run_for = seconds("run-for", opts.run_for)?;
+        check_kernel_supports_sched_ext()?;
 
-        // Where the caches are and how long their contents last.
+        // Open the BPF object first: this records the kernel's hotplug
+        // sequence number, so a CPU that changes state while the topology
+        // is read below makes the attach fail and the loop reload, instead
+        // of going unnoticed.
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(opts.verbose);
+        let mut skel = scx_ops_open!(
+            builder,
+            open_object,
+            sky_ops,
+            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
+        )?;
+        skel.struct_ops.sky_ops_mut().exit_dump_len = opts.exit_dump_len;
+
+        // Where the caches are and how much they hold.
         let topo = Topology::from_host().context("reading the CPU topology from sysfs")?;
         check_topology_fits(&topo)?;
         let fill = opts
@@ -40,55 +55,19 @@ impl<'a> Scheduler<'a> {
         // The policy, with command-line overrides, in BPF's units.
         let policy = Policy::load(&opts.policy)?;
         let over = Overrides {
+            decay: opts.decay,
             walk_depth: opts.walk_depth,
             slice_us: opts.slice_us,
             affinity_grace_us: opts.affinity_grace_us,
+            starve_ms: opts.starve_ms,
             decay_core_us: opts.decay_core_us,
             decay_llc_us: opts.decay_llc_us,
         };
-        let knobs = policy.resolve(&over, derived.core_ns, derived.llc_ns)?;
-        info!(
-            "scx_sky {}: policy {} ({}), {} CPUs in {} cache domains, SMT {}",
-            env!("CARGO_PKG_VERSION"),
-            policy.name,
-            policy.description,
-            topo.online_cpus().count(),
-            topo.llcs.len(),
-            if topo.smt() { "on" } else { "off" },
-        );
-        info!(
-            "decay thresholds: core {} us, llc {} us (derived {} / {} us); slice {} us, \
-             affinity grace {} us, walk depth {}",
-            knobs.decay_core_ns / 1000,
-            knobs.decay_llc_ns / 1000,
-            derived.core_ns / 1000,
-            derived.llc_ns / 1000,
-            knobs.slice_ns / 1000,
-            knobs.affinity_grace_ns / 1000,
-            knobs.walk_depth,
-        );
+        let knobs = policy.resolve(&over, &derived)?;
+        log_start(&policy, &topo, &knobs);
 
-        // Open the BPF object and hand it the topology and the policy.
-        let mut builder = BpfSkelBuilder::default();
-        builder.obj_builder.debug(opts.verbose);
-        let mut skel = scx_ops_open!(
-            builder,
-            open_object,
-            sky_ops,
-            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
-        )?;
-        skel.struct_ops.sky_ops_mut().exit_dump_len = opts.exit_dump_len;
-        let rodata = skel
-            .maps
-            .rodata_data
-            .as_mut()
-            .context("BPF object has no rodata")?;
-        rodata.nr_llcs = topo.llcs.len() as u32;
-        for cpu in &topo.cpus {
-            rodata.cpu_llc[cpu.id] = cpu
-                .llc
-                .map_or(intf::sky_consts_SKY_LLC_UNKNOWN, |l| l as u32);
-        }
+        // Hand BPF the topology and the policy.
+        write_topology(&mut skel, &topo)?;
         write_config(
             &mut skel
                 .maps
@@ -144,16 +123,116 @@ impl<'a> Scheduler<'a> {
     }
 }
 
+fn log_start(policy: &Policy, topo: &Topology, k: &Knobs) {
+    info!(
+        "scx_sky {}: policy {} ({}), {} CPUs in {} cache domains, SMT {}",
+        env!("CARGO_PKG_VERSION"),
+        policy.name,
+        policy.description,
+        topo.online_cpus().count(),
+        topo.llcs.len(),
+        if topo.smt() { "on" } else { "off" },
+    );
+    let decay = match k.decay {
+        DecayRule::Pressure => format!(
+            "pressure: core {} KiB, llc {} KiB at {} MB/s",
+            k.decay_core_bytes >> 10,
+            k.decay_llc_bytes >> 10,
+            k.fill_bytes_per_ms / 1000
+        ),
+        DecayRule::Sleep => format!(
+            "sleep: core {} us, llc {} us",
+            k.decay_core_ns / 1000,
+            k.decay_llc_ns / 1000
+        ),
+    };
+    info!(
+        "decay by {decay}; slice {}-{} us, affinity grace {} us, wait bound {} ms, walk depth {}",
+        k.slice_min_ns / 1000,
+        k.slice_ns / 1000,
+        k.affinity_grace_ns / 1000,
+        k.starve_ns / 1_000_000,
+        k.walk_depth,
+    );
+}
+
+/// Fills the read-only topology arrays (`bpf/topology.bpf.h`): each CPU's
+/// domain, each domain's CPUs, and which CPUs are offline now.
+fn write_topology(skel: &mut OpenBpfSkel, topo: &Topology) -> Result<()> {
+    let rodata = skel
+        .maps
+        .rodata_data
+        .as_mut()
+        .context("BPF object has no rodata")?;
+    rodata.nr_llcs = topo.llcs.len() as u32;
+    rodata.nr_cpus = topo.nr_cpus() as u32;
+    for cpu in &topo.cpus {
+        rodata.cpu_llc[cpu.id] = cpu
+            .llc
+            .map_or(intf::sky_consts_SKY_LLC_UNKNOWN, |l| l as u32);
+    }
+    let mut next = 0;
+    for (i, llc) in topo.llcs.iter().enumerate() {
+        rodata.llc_start[i] = next as u32;
+        for &cpu in &llc.cpus {
+            rodata.llc_cpus[next] = cpu as u32;
+            next += 1;
+        }
+    }
+    rodata.llc_start[topo.llcs.len()] = next as u32;
+    let bss = skel
+        .maps
+        .bss_data
+        .as_mut()
+        .context("BPF object has no bss")?;
+    for cpu in &topo.cpus {
+        bss.sky_offline_cpus[cpu.id] = u8::from(!cpu.online);
+    }
+    Ok(())
+}
+
 fn write_config(cfg: &mut crate::bpf::skel::types::sky_config, k: &Knobs, generation: u64) {
     cfg.affinity = u32::from(k.affinity);
+    cfg.decay = match k.decay {
+        DecayRule::Sleep => intf::sky_decay_rule_SKY_DECAY_SLEEP,
+        DecayRule::Pressure => intf::sky_decay_rule_SKY_DECAY_PRESSURE,
+    };
     cfg.walk_depth = k.walk_depth;
+    cfg.wake_sync = u32::from(k.wake_sync);
     cfg.decay_core_ns = k.decay_core_ns;
     cfg.decay_llc_ns = k.decay_llc_ns;
+    cfg.decay_core_bytes = k.decay_core_bytes;
+    cfg.decay_llc_bytes = k.decay_llc_bytes;
+    cfg.fill_bytes_per_ms = k.fill_bytes_per_ms;
     cfg.slice_ns = k.slice_ns;
+    cfg.slice_min_ns = k.slice_min_ns;
     cfg.affinity_grace_ns = k.affinity_grace_ns;
     cfg.sleeper_credit_ns = k.sleeper_credit_ns;
     cfg.starve_ns = k.starve_ns;
     cfg.generation = generation;
+}
+
+/// A kernel without sched_ext has no /sys/kernel/sched_ext: say so in
+/// words a newcomer can act on, before libbpf fails with something cryptic.
+fn check_kernel_supports_sched_ext() -> Result<()> {
+    if !std::path::Path::new("/sys/kernel/sched_ext").exists() {
+        bail!(
+            "this kernel ({}) has no sched_ext: /sys/kernel/sched_ext is missing. \
+             scx_sky needs Linux >= 6.12 built with CONFIG_SCHED_CLASS_EXT=y; \
+             `cargo xtask run` boots such a kernel in a VM and runs the demo there",
+            kernel_release()
+        );
+    }
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("scx_sky must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
+    }
+    Ok(())
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown release".into())
 }
 
 fn check_topology_fits(topo: &Topology) -> Result<()> {

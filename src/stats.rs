@@ -1,5 +1,5 @@
 //! BPF statistics: per-CPU counters summed here, and the derived figures
-//! (last-CPU share, mean walk depth, mean wait) shown to users.
+//! (last-CPU share, mean wait) shown to users.
 
 use crate::bpf::{intf, STAT_INFO};
 use anyhow::{bail, Context, Result};
@@ -63,13 +63,6 @@ impl Counters {
         ratio(hits, hits + moves)
     }
 
-    pub fn mean_walk_depth(&self) -> Option<f64> {
-        ratio(
-            self.get(intf::sky_stat_idx_SKY_STAT_WALK_STEPS),
-            self.get(intf::sky_stat_idx_SKY_STAT_WALKS),
-        )
-    }
-
     pub fn mean_wait_us(&self) -> Option<f64> {
         ratio(
             self.get(intf::sky_stat_idx_SKY_STAT_WAIT_NS),
@@ -85,9 +78,8 @@ impl Counters {
         let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
         let _ = write!(
             s,
-            "last_cpu_share={} mean_walk={} mean_wait_us={}",
+            "last_cpu_share={} mean_wait_us={}",
             pct(self.last_cpu_share()),
-            num(self.mean_walk_depth()),
             num(self.mean_wait_us())
         );
         for ((name, _), value) in STAT_INFO.iter().zip(self.0.iter()) {
@@ -139,22 +131,22 @@ mod tests {
         use intf::*;
         let a = row(&[
             (sky_stat_idx_SKY_STAT_LAST_CPU_HITS, 9),
-            (sky_stat_idx_SKY_STAT_WALKS, 2),
+            (sky_stat_idx_SKY_STAT_STEALS, 2),
         ]);
         let b = row(&[
             (sky_stat_idx_SKY_STAT_LAST_CPU_HITS, 9),
             (sky_stat_idx_SKY_STAT_MOVES_IN_LLC, 1),
             (sky_stat_idx_SKY_STAT_MOVES_ACROSS_LLC, 1),
-            (sky_stat_idx_SKY_STAT_WALK_STEPS, 6),
+            (sky_stat_idx_SKY_STAT_STEALS, 6),
         ]);
         let c = Counters::sum_rows([a.as_slice(), b.as_slice()].into_iter()).unwrap();
         assert_eq!(c.get(sky_stat_idx_SKY_STAT_LAST_CPU_HITS), 18);
+        assert_eq!(c.get(sky_stat_idx_SKY_STAT_STEALS), 8);
         assert_eq!(c.last_cpu_share(), Some(0.9));
-        assert_eq!(c.mean_walk_depth(), Some(3.0));
         assert_eq!(c.mean_wait_us(), None);
         let line = c.line();
         assert!(
-            line.starts_with("last_cpu_share=90.0% mean_walk=3.00 mean_wait_us=-"),
+            line.starts_with("last_cpu_share=90.0% mean_wait_us=-"),
             "{line}"
         );
         assert!(line.contains(" last_cpu_hits=18 "), "{line}");

@@ -5,10 +5,15 @@ state() {
 	cat /sys/kernel/sched_ext/state
 }
 
-# wait_state WANT: wait up to 30 s for sched_ext to reach WANT.
+# wait_state WANT [PID]: wait up to 30 s for sched_ext to reach WANT; give
+# up at once if PID (the scheduler) has exited.
 wait_state() {
 	tries=0
 	while [ "$(state)" != "$1" ]; do
+		if [ -n "$2" ] && ! kill -0 "$2" 2>/dev/null; then
+			echo "check scheduler_exited_before=$1 state=$(state)"
+			return 1
+		fi
 		tries=$((tries + 1))
 		if [ "$tries" -gt 300 ]; then
 			echo "check timeout_waiting_for=$1 state=$(state)"
@@ -18,11 +23,16 @@ wait_state() {
 	done
 }
 
+# A stall must fail a scenario in seconds, not hide under the kernel's 30 s
+# default: the sched_ext watchdog ejects a scheduler that leaves any
+# runnable task waiting this long (scx_utils reads it at load).
+export SCX_TIMEOUT_MS=${SCX_TIMEOUT_MS:-3000}
+
 # start_sky ARGS...: start scx_sky in the background, wait until enabled.
 start_sky() {
 	scx_sky "$@" >/tmp/sky.log 2>&1 &
 	SKY_PID=$!
-	if ! wait_state enabled; then
+	if ! wait_state enabled "$SKY_PID"; then
 		cat /tmp/sky.log
 		return 1
 	fi
@@ -39,15 +49,24 @@ stop_sky() {
 }
 
 # Kernel messages that mean a scheduler failed: a sched_ext disable for any
-# reason but a clean unregister, watchdog stalls, BUGs, oopses, warnings.
+# reason but a clean unregister (or one the scenario expects, given as an
+# extended regex in $1), watchdog stalls, BUGs, oopses, warnings.
 dmesg_errors() {
 	dmesg | grep -E 'sched_ext|BUG:|Oops|WARNING:|stall' |
-		grep -vE 'enabled$|unregistered from user space|sched_ext: "' |
+		grep -vE "enabled\$|unregistered from user space|sched_ext: \"${1:+|$1}" |
 		grep -E 'disabled|error|BUG:|Oops|WARNING:|stall'
 }
 
+# report_dmesg [EXPECTED]: the sched_ext log and the count of failures.
 report_dmesg() {
 	dmesg | grep sched_ext
-	dmesg_errors
-	echo "check dmesg_errors=$(dmesg_errors | wc -l)"
+	dmesg_errors "$1"
+	echo "check dmesg_errors=$(dmesg_errors "$1" | wc -l)"
+}
+
+# The `sched_ext: BPF scheduler ... disabled (REASON)` lines so far, as
+# REASON words joined by commas: what the kernel said each time it ended.
+disable_reasons() {
+	dmesg | sed -n 's/.*sched_ext: BPF scheduler .* disabled (\(.*\))$/\1/p' |
+		tr ' \n' '-,' | sed 's/,$//'
 }

@@ -1,9 +1,12 @@
 //! Scheduling policies as data. A policy is a TOML file naming every knob
 //! the BPF side reads (see `struct sky_config` in bpf/intf.h); the presets
 //! in `scheds/` are compiled in, and any file can be loaded by path.
+//! Loading validates everything, including the promise the knobs together
+//! make: that no task waits much past `starve_ms`.
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+use sky_topology::DecayThresholds;
 use std::path::Path;
 
 /// The presets shipped in `scheds/`, by name.
@@ -16,6 +19,16 @@ pub const PRESETS: [(&str, &str); 3] = [
     ("vtime", include_str!("../../../scheds/vtime.toml")),
 ];
 
+/// How a task's cache footprint is judged cold (`enum sky_decay_rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum DecayRule {
+    /// SKY-1 as published: by how long the task slept.
+    Sleep,
+    /// By how much other tasks ran on its CPU and cache domain since.
+    Pressure,
+}
+
 /// A policy as written in a `scheds/*.toml` file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,22 +37,43 @@ pub struct Policy {
     pub description: String,
     /// SKY-1 last-CPU affinity on (true) or plain vtime (false).
     pub affinity: bool,
+    #[serde(default = "default_decay")]
+    pub decay: DecayRule,
     pub walk_depth: u32,
     pub slice_us: u64,
+    #[serde(default = "default_slice_min_us")]
+    pub slice_min_us: u64,
     pub affinity_grace_us: u64,
     pub sleeper_credit_us: u64,
     pub starve_ms: u64,
+    /// A synchronous wakeup may run on the waker's CPU.
+    #[serde(default = "default_wake_sync")]
+    pub wake_sync: bool,
     /// Left out: derived from cache sizes.
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
+    pub decay_core_kb: Option<u64>,
+    pub decay_llc_kb: Option<u64>,
+}
+
+fn default_decay() -> DecayRule {
+    DecayRule::Pressure
+}
+fn default_slice_min_us() -> u64 {
+    250
+}
+fn default_wake_sync() -> bool {
+    true
 }
 
 /// Command-line overrides; `None` keeps the policy's value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Overrides {
+    pub decay: Option<DecayRule>,
     pub walk_depth: Option<u32>,
     pub slice_us: Option<u64>,
     pub affinity_grace_us: Option<u64>,
+    pub starve_ms: Option<u64>,
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
 }
@@ -48,23 +82,31 @@ pub struct Overrides {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Knobs {
     pub affinity: bool,
+    pub decay: DecayRule,
     pub walk_depth: u32,
+    pub wake_sync: bool,
     pub slice_ns: u64,
+    pub slice_min_ns: u64,
     pub affinity_grace_ns: u64,
     pub sleeper_credit_ns: u64,
     pub starve_ns: u64,
     pub decay_core_ns: u64,
     pub decay_llc_ns: u64,
+    pub decay_core_bytes: u64,
+    pub decay_llc_bytes: u64,
+    pub fill_bytes_per_ms: u64,
 }
 
 /// Limits a knob must respect; outside them the scheduler would misbehave
 /// (a zero slice never runs anything, a huge one turns off preemption).
 const WALK_DEPTH: (u64, u64) = (1, 32);
 const SLICE_US: (u64, u64) = (100, 100_000);
+const SLICE_MIN_US: (u64, u64) = (50, 100_000);
 const AFFINITY_GRACE_US: (u64, u64) = (0, 100_000);
 const SLEEPER_CREDIT_US: (u64, u64) = (0, 1_000_000);
 const STARVE_MS: (u64, u64) = (1, 10_000);
 const DECAY_US: (u64, u64) = (1, 10_000_000);
+const DECAY_KB: (u64, u64) = (1, 1 << 30);
 
 fn check(field: &str, value: u64, (lo, hi): (u64, u64)) -> Result<()> {
     if value < lo || value > hi {
@@ -108,6 +150,14 @@ impl Policy {
         }
         check("walk_depth", self.walk_depth.into(), WALK_DEPTH)?;
         check("slice_us", self.slice_us, SLICE_US)?;
+        check("slice_min_us", self.slice_min_us, SLICE_MIN_US)?;
+        if self.slice_min_us > self.slice_us {
+            bail!(
+                "slice_min_us = {} must not exceed slice_us = {}",
+                self.slice_min_us,
+                self.slice_us
+            );
+        }
         check(
             "sleeper_credit_us",
             self.sleeper_credit_us,
@@ -119,40 +169,56 @@ impl Policy {
             self.affinity_grace_us,
             AFFINITY_GRACE_US,
         )?;
-        if self.affinity_grace_us >= self.starve_ms * 1000 {
-            bail!(
-                "affinity_grace_us = {} must stay below starve_ms = {} ms",
-                self.affinity_grace_us,
-                self.starve_ms
-            );
-        }
-        if let Some(v) = self.decay_core_us {
-            check("decay_core_us", v, DECAY_US)?;
-        }
-        if let Some(v) = self.decay_llc_us {
-            check("decay_llc_us", v, DECAY_US)?;
+        self.check_wait_bound()?;
+        for (field, value, range) in [
+            ("decay_core_us", self.decay_core_us, DECAY_US),
+            ("decay_llc_us", self.decay_llc_us, DECAY_US),
+            ("decay_core_kb", self.decay_core_kb, DECAY_KB),
+            ("decay_llc_kb", self.decay_llc_kb, DECAY_KB),
+        ] {
+            if let Some(v) = value {
+                check(field, v, range)?;
+            }
         }
         Ok(())
     }
 
-    /// Applies overrides and fills derived thresholds (ns) where the policy
+    /// The starvation rescue (bpf/bound.bpf.h) takes a task that waited
+    /// 7/8 of starve_ms. Affinity must have let go of it before then: an
+    /// idle CPU may take a warm task after its grace, and a busy CPU's task
+    /// after two slices. If the rescue came first, it would be the normal
+    /// path, not a bound, and affinity would never be given up in time.
+    fn check_wait_bound(&self) -> Result<()> {
+        let affinity_us = 2 * self.slice_us + self.affinity_grace_us;
+        let rescue_us = self.starve_ms * 1000 * 7 / 8;
+        if rescue_us <= affinity_us {
+            bail!(
+                "starve_ms = {} breaks the wait bound: affinity may hold a task for \
+                 2 x slice_us + affinity_grace_us = {} us, so starve_ms must exceed {} ms",
+                self.starve_ms,
+                affinity_us,
+                (affinity_us * 8 / 7) / 1000 + 1
+            );
+        }
+        Ok(())
+    }
+
+    /// Applies overrides and fills derived thresholds where the policy
     /// leaves them out.
-    pub fn resolve(
-        &self,
-        over: &Overrides,
-        derived_core_ns: u64,
-        derived_llc_ns: u64,
-    ) -> Result<Knobs> {
+    pub fn resolve(&self, over: &Overrides, derived: &DecayThresholds) -> Result<Knobs> {
         let mut p = self.clone();
+        p.decay = over.decay.unwrap_or(p.decay);
         p.walk_depth = over.walk_depth.unwrap_or(p.walk_depth);
         p.slice_us = over.slice_us.unwrap_or(p.slice_us);
+        p.slice_min_us = p.slice_min_us.min(p.slice_us);
         p.affinity_grace_us = over.affinity_grace_us.unwrap_or(p.affinity_grace_us);
+        p.starve_ms = over.starve_ms.unwrap_or(p.starve_ms);
         p.decay_core_us = over.decay_core_us.or(p.decay_core_us);
         p.decay_llc_us = over.decay_llc_us.or(p.decay_llc_us);
         p.validate().context("command-line override")?;
 
-        let decay_core_ns = p.decay_core_us.map_or(derived_core_ns, |us| us * 1000);
-        let decay_llc_ns = p.decay_llc_us.map_or(derived_llc_ns, |us| us * 1000);
+        let decay_core_ns = p.decay_core_us.map_or(derived.core_ns, |us| us * 1000);
+        let decay_llc_ns = p.decay_llc_us.map_or(derived.llc_ns, |us| us * 1000);
         if decay_core_ns > decay_llc_ns {
             bail!(
                 "decay_core ({} us) must not exceed decay_llc ({} us): the LLC outlives the core cache",
@@ -160,15 +226,30 @@ impl Policy {
                 decay_llc_ns / 1000
             );
         }
+        let decay_core_bytes = p.decay_core_kb.map_or(derived.core_bytes, |kb| kb << 10);
+        let decay_llc_bytes = p.decay_llc_kb.map_or(derived.llc_bytes, |kb| kb << 10);
+        if decay_core_bytes > decay_llc_bytes {
+            bail!(
+                "decay_core_kb ({}) must not exceed decay_llc_kb ({}): the LLC holds more",
+                decay_core_bytes >> 10,
+                decay_llc_bytes >> 10
+            );
+        }
         Ok(Knobs {
             affinity: p.affinity,
+            decay: p.decay,
             walk_depth: p.walk_depth,
+            wake_sync: p.wake_sync,
             slice_ns: p.slice_us * 1000,
+            slice_min_ns: p.slice_min_us * 1000,
             affinity_grace_ns: p.affinity_grace_us * 1000,
             sleeper_credit_ns: p.sleeper_credit_us * 1000,
             starve_ns: p.starve_ms * 1_000_000,
             decay_core_ns,
             decay_llc_ns,
+            decay_core_bytes,
+            decay_llc_bytes,
+            fill_bytes_per_ms: (derived.fill_bytes_per_sec / 1000).max(1),
         })
     }
 }

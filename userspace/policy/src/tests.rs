@@ -1,5 +1,16 @@
 use super::*;
 
+/// A machine's derived thresholds, as the topology crate would give them.
+fn derived() -> DecayThresholds {
+    DecayThresholds {
+        core_ns: 300_000,
+        llc_ns: 2_000_000,
+        core_bytes: 512 << 10,
+        llc_bytes: 16 << 20,
+        fill_bytes_per_sec: 1_000_000_000,
+    }
+}
+
 #[test]
 fn every_preset_parses_and_is_named_after_its_file() {
     for (name, _) in PRESETS {
@@ -26,20 +37,26 @@ fn presets_differ_only_in_affinity_knobs() {
 #[test]
 fn derived_thresholds_fill_in_and_overrides_win() {
     let p = Policy::load("sky1").unwrap();
-    let k = p
-        .resolve(&Overrides::default(), 300_000, 2_000_000)
-        .unwrap();
+    let k = p.resolve(&Overrides::default(), &derived()).unwrap();
     assert_eq!((k.decay_core_ns, k.decay_llc_ns), (300_000, 2_000_000));
     assert_eq!(k.slice_ns, p.slice_us * 1000);
     assert_eq!(k.starve_ns, p.starve_ms * 1_000_000);
+    assert_eq!(
+        (k.decay_core_bytes, k.decay_llc_bytes),
+        (512 << 10, 16 << 20)
+    );
+    assert_eq!(k.fill_bytes_per_ms, 1_000_000);
+    assert_eq!(k.decay, DecayRule::Pressure);
 
     let over = Overrides {
         decay_core_us: Some(100),
         slice_us: Some(2000),
         walk_depth: Some(4),
+        decay: Some(DecayRule::Sleep),
         ..Default::default()
     };
-    let k = p.resolve(&over, 300_000, 2_000_000).unwrap();
+    let k = p.resolve(&over, &derived()).unwrap();
+    assert_eq!(k.decay, DecayRule::Sleep);
     assert_eq!(k.decay_core_ns, 100_000);
     assert_eq!(k.decay_llc_ns, 2_000_000);
     assert_eq!(k.slice_ns, 2_000_000);
@@ -49,7 +66,7 @@ fn derived_thresholds_fill_in_and_overrides_win() {
 #[test]
 fn bad_overrides_are_refused_by_name() {
     let p = Policy::load("sky1").unwrap();
-    let err = |over: Overrides| format!("{:#}", p.resolve(&over, 300_000, 2_000_000).unwrap_err());
+    let err = |over: Overrides| format!("{:#}", p.resolve(&over, &derived()).unwrap_err());
     assert!(err(Overrides {
         walk_depth: Some(0),
         ..Default::default()
@@ -106,4 +123,61 @@ fn policy_files_load_by_path() {
     let p = Policy::load(path.to_str().unwrap()).unwrap();
     assert_eq!(p.name, "mine");
     assert_eq!(p.decay_core_us, Some(250));
+}
+
+#[test]
+fn settings_that_break_the_wait_bound_are_refused() {
+    let p = Policy::load("sky1").unwrap();
+    // 2 x 5 ms slices + 1 ms grace = 11 ms of affinity: a 12 ms starve
+    // bound would rescue at 10.5 ms, before affinity lets go.
+    let e = format!(
+        "{:#}",
+        p.resolve(
+            &Overrides {
+                starve_ms: Some(12),
+                ..Default::default()
+            },
+            &derived()
+        )
+        .unwrap_err()
+    );
+    assert!(
+        e.contains("starve_ms = 12") && e.contains("must exceed 13 ms"),
+        "{e}"
+    );
+    assert!(p
+        .resolve(
+            &Overrides {
+                starve_ms: Some(13),
+                ..Default::default()
+            },
+            &derived()
+        )
+        .is_ok());
+    let text = PRESETS[0]
+        .1
+        .replace("slice_min_us = 250", "slice_min_us = 6000");
+    let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
+    assert!(e.contains("slice_min_us = 6000"), "{e}");
+}
+
+#[test]
+fn decay_rules_parse_and_bad_ones_are_named() {
+    let sleep = PRESETS[0]
+        .1
+        .replace("decay = \"pressure\"", "decay = \"sleep\"");
+    assert_eq!(Policy::parse(&sleep, "s").unwrap().decay, DecayRule::Sleep);
+    let bad = PRESETS[0]
+        .1
+        .replace("decay = \"pressure\"", "decay = \"clock\"");
+    let e = format!("{:#}", Policy::parse(&bad, "bad.toml").unwrap_err());
+    assert!(e.contains("bad.toml") && e.contains("clock"), "{e}");
+    assert!(e.contains("sleep") && e.contains("pressure"), "{e}");
+    let inverted = PRESETS[0].1.to_string() + "decay_core_kb = 4096\ndecay_llc_kb = 1024\n";
+    let p = Policy::parse(&inverted, "inv").unwrap();
+    let e = format!(
+        "{:#}",
+        p.resolve(&Overrides::default(), &derived()).unwrap_err()
+    );
+    assert!(e.contains("decay_core_kb"), "{e}");
 }

@@ -119,6 +119,7 @@ fn without_cache_info_the_package_is_the_domain() {
     assert_eq!(topo.llcs[1].size_bytes, None);
     let t = topo.decay_thresholds(DEFAULT_FILL_BYTES_PER_SEC);
     assert_eq!((t.core_ns, t.llc_ns), (500_000, 2_000_000));
+    assert_eq!((t.core_bytes, t.llc_bytes), (512 << 10, 2 << 20));
 }
 
 #[test]
@@ -133,6 +134,13 @@ fn thresholds_follow_cache_size_and_sharing() {
     let fast = topo.decay_thresholds(2 * DEFAULT_FILL_BYTES_PER_SEC);
     assert_eq!(fast.core_ns, t.core_ns / 2);
     assert_eq!(fast.llc_ns, t.llc_ns / 2);
+    // By pressure: a thread's half of the L2, the whole L3, whatever the rate.
+    assert_eq!((t.core_bytes, t.llc_bytes), (512 << 10, 16 << 20));
+    assert_eq!(
+        (fast.core_bytes, fast.llc_bytes),
+        (t.core_bytes, t.llc_bytes)
+    );
+    assert_eq!(fast.fill_bytes_per_sec, 2 * DEFAULT_FILL_BYTES_PER_SEC);
 }
 
 #[test]
@@ -155,6 +163,7 @@ fn l2_as_last_level_gives_equal_thresholds() {
     let t = topo.decay_thresholds(DEFAULT_FILL_BYTES_PER_SEC);
     assert_eq!(t.core_ns, t.llc_ns);
     assert_eq!(t.core_ns, 512 * 1024);
+    assert_eq!((t.core_bytes, t.llc_bytes), (512 << 10, 512 << 10));
 }
 
 #[test]

@@ -3,8 +3,41 @@
 //! statistics.
 
 pub mod cache_loop;
+pub mod hostile;
 pub mod procstat;
+pub mod share;
 pub mod threads;
+
+/// Restricts the calling thread to `cpus`.
+pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET only writes inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            anyhow::bail!("CPU {cpu} is beyond what a cpu_set_t holds");
+        }
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) } != 0 {
+        anyhow::bail!(
+            "pinning to CPUs {cpus:?}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// The kernel's load weight of a nice level (kernel/sched/core.c
+/// `sched_prio_to_weight`, nice -20..=19), for judging CPU shares.
+pub fn nice_weight(nice: i32) -> Option<u64> {
+    const WEIGHTS: [u64; 40] = [
+        88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100,
+        4904, 3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172,
+        137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+    ];
+    let idx = usize::try_from(nice + 20).ok()?;
+    WEIGHTS.get(idx).copied()
+}
 
 /// The p-th percentile (0-100) of `samples` by nearest rank; 0 when empty.
 pub fn percentile(samples: &mut [u64], p: f64) -> u64 {

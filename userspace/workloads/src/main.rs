@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use sky_workloads::{cache_loop::CacheLoop, threads};
+use sky_workloads::{cache_loop::CacheLoop, hostile::Hostile, share, threads};
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -41,6 +41,38 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         threads: usize,
         /// Run time, in seconds.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// Everything that makes scheduling hard at once (CPU hogs, more
+    /// spinners pinned to one CPU than it can run, affinity, nice and
+    /// class churn, yield spinners, a fork storm); prints per kind the
+    /// least progress and the longest run-queue wait (kernel counters).
+    Hostile {
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f64,
+        /// Spinners pinned to --pin-cpu.
+        #[arg(long, default_value_t = 6)]
+        pinned: usize,
+        #[arg(long, default_value_t = 2)]
+        pin_cpu: usize,
+        /// Threads of each churning kind.
+        #[arg(long, default_value_t = 2)]
+        per_kind: usize,
+    },
+    /// Spinners of different nice levels pinned to one CPU; prints their
+    /// CPU-time ratio beside the ratio of their weights.
+    Share {
+        /// Nice levels, comma-separated (first vs last is compared).
+        #[arg(
+            long,
+            value_delimiter = ',',
+            default_value = "0,5",
+            allow_hyphen_values = true
+        )]
+        nices: Vec<i32>,
+        #[arg(long, default_value_t = 1)]
+        cpu: usize,
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
@@ -90,6 +122,35 @@ fn run(cli: Cli) -> Result<()> {
             let work = threads::burn(threads, secs(seconds)?)?;
             println!("result workload=burn threads={threads} iterations={work}");
         }
+        Command::Hostile {
+            seconds,
+            pinned,
+            pin_cpu,
+            per_kind,
+        } => {
+            let h = Hostile {
+                duration: secs(seconds)?,
+                pinned,
+                pin_cpu,
+                per_kind,
+            };
+            let reports = h.run()?;
+            for r in &reports {
+                println!("{}", r.line());
+            }
+            let worst = reports.iter().map(|r| r.max_wait_ns).max().unwrap_or(0);
+            let stalled = reports.iter().filter(|r| r.min_progress == 0).count();
+            println!(
+                "result workload=hostile kinds={} stalled_kinds={stalled} max_wait_us={}",
+                reports.len(),
+                worst / 1000
+            );
+        }
+        Command::Share {
+            nices,
+            cpu,
+            seconds,
+        } => println!("{}", share::run(&nices, cpu, secs(seconds)?)?.line()),
         Command::Burst { count, spin_us } => {
             let t = Instant::now();
             let ran = threads::burst(count, Duration::from_micros(spin_us))?;

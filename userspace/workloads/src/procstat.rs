@@ -43,6 +43,51 @@ pub fn sched_field(text: &str, field: &str) -> Option<u64> {
     })
 }
 
+/// Watches the calling thread's run-queue wait (schedstat's second field)
+/// and keeps the longest single increase seen between two looks. Called
+/// often (every few hundred microseconds of work), an increase spans at
+/// most a wait or two, so the maximum bounds the longest wait the kernel
+/// saw this thread endure, whatever scheduler ran it.
+pub struct WaitWatch {
+    file: std::fs::File,
+    last_wait_ns: u64,
+    pub max_wait_ns: u64,
+}
+
+impl WaitWatch {
+    /// Opens the calling thread's own schedstat; call from that thread.
+    pub fn for_current_thread() -> Result<Self> {
+        let path = "/proc/thread-self/schedstat";
+        let file = std::fs::File::open(path).with_context(|| format!("opening {path}"))?;
+        let mut w = WaitWatch {
+            file,
+            last_wait_ns: 0,
+            max_wait_ns: 0,
+        };
+        w.last_wait_ns = w.read()?.wait_ns;
+        Ok(w)
+    }
+
+    fn read(&mut self) -> Result<SchedStat> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 128];
+        let n = self
+            .file
+            .read_at(&mut buf, 0)
+            .context("reading /proc/thread-self/schedstat")?;
+        SchedStat::parse(&String::from_utf8_lossy(&buf[..n]))
+    }
+
+    /// Takes a look; returns the counters read.
+    pub fn check(&mut self) -> Result<SchedStat> {
+        let now = self.read()?;
+        let waited = now.wait_ns.saturating_sub(self.last_wait_ns);
+        self.max_wait_ns = self.max_wait_ns.max(waited);
+        self.last_wait_ns = now.wait_ns;
+        Ok(now)
+    }
+}
+
 pub fn migrations_of_self() -> Result<u64> {
     let path = "/proc/thread-self/sched";
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
@@ -91,5 +136,29 @@ mod tests {
         let s = SchedStat::of_self().unwrap();
         assert!(s.run_ns > 0);
         assert!(migrations_of_self().is_ok());
+    }
+
+    #[test]
+    fn wait_watch_sees_a_wait_this_thread_endured() {
+        // Two threads pinned to one CPU take turns, so each waits while the
+        // other runs: the watch must see a wait of at least a tick or so.
+        let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
+        let spin = move || {
+            crate::pin_current_thread(&[cpu]).unwrap();
+            let mut watch = WaitWatch::for_current_thread().unwrap();
+            let t = std::time::Instant::now();
+            while t.elapsed() < std::time::Duration::from_millis(300) {
+                std::hint::spin_loop();
+                watch.check().unwrap();
+            }
+            watch.max_wait_ns
+        };
+        let other = std::thread::spawn(spin);
+        let mine = spin();
+        let theirs = other.join().unwrap();
+        assert!(
+            mine.max(theirs) >= 100_000,
+            "two spinners on one CPU never waited: {mine} / {theirs} ns"
+        );
     }
 }

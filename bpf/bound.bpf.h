@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * bound.bpf.h - the wait bound: no runnable task waits much past
+ * starve_ns, whatever affinity, grace, pinning or hotplug do.
+ *
+ * One BPF timer does two jobs, and runs only while some task is queued:
+ *
+ * - Starvation rescue. Every rescue period (starve_ns / 8) it scans every
+ *   queue (up to SKY_SCAN_MAX tasks each, far beyond the dispatch walk)
+ *   and moves each task that has waited starve_ns minus one period to the
+ *   rescue queue, which every CPU serves before anything else, and kicks a
+ *   CPU that may run it: an idle one if any, else one it may use, whose
+ *   current task is preempted. So a task runs by starve_ns, give or take
+ *   the kernel's scheduling latency.
+ *
+ * - Grace alarms. When an idle CPU leaves a warm task for its own CPU
+ *   (grace.bpf.h), the alarm fires when the grace runs out and wakes an
+ *   idle CPU that will take it: one of the task's cache domain, or else,
+ *   after moving the task to its domain's queue (which other domains
+ *   steal from), any idle CPU. A CPU is only woken for a task that its
+ *   dispatch will take.
+ *
+ * Tasks left in the queue of a CPU that went offline are moved to their
+ * domain's queue here too.
+ */
+#ifndef __SKY_BOUND_BPF_H
+#define __SKY_BOUND_BPF_H
+
+#include "sky.bpf.h"
+#include "stats.bpf.h"
+#include "topology.bpf.h"
+#include "grace.bpf.h"
+
+struct sky_bound_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sky_bound_timer);
+} sky_bound_timer SEC(".maps");
+
+/* When the pending alarm fires (scx_bpf_now() time); 0 if none is pending. */
+static u64 sky_bound_due;
+
+static __always_inline u64 sky_rescue_period_ns(void)
+{
+	return sky_cfg.starve_ns / 8 ?: 1;
+}
+
+/* A task that has waited this long is rescued at the next scan. */
+static __always_inline u64 sky_rescue_after_ns(void)
+{
+	return sky_cfg.starve_ns - sky_rescue_period_ns();
+}
+
+/* Makes sure the alarm fires within @delay_ns; an earlier one stands. */
+static __always_inline void sky_bound_arm(u64 now, u64 delay_ns)
+{
+	struct sky_bound_timer *t;
+	u64 due = now + delay_ns, pending = sky_bound_due;
+	u32 zero = 0;
+
+	if (pending && pending <= due)
+		return;
+	sky_bound_due = due;
+	t = bpf_map_lookup_elem(&sky_bound_timer, &zero);
+	if (!t || bpf_timer_start(&t->timer, delay_ns ?: 1, 0))
+		sky_bound_due = 0;
+}
+
+/* The scan must run within a period whenever something is queued. */
+static __always_inline void sky_bound_keep_watch(u64 now)
+{
+	if (!sky_bound_due)
+		sky_bound_arm(now, sky_rescue_period_ns());
+}
+
+/* Wakes a CPU to run the rescued @p: an idle one, else preempts one. */
+static __always_inline void sky_kick_for_rescue(const struct task_struct *p)
+{
+	s32 cpu = sky_claim_idle_in(p->cpus_ptr);
+
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	cpu = scx_bpf_pick_any_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+}
+
+/*
+ * @p, waiting in @owner's queue (or, with @owner < 0, in its domain's
+ * queue), may now be taken by another CPU: wake an idle one that will.
+ * One of @p's domain takes it from either queue; a CPU of another domain
+ * only from the domain queue, so the task is moved there first.
+ */
+static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct task_struct *p,
+					   s32 owner, u32 llc)
+{
+	s32 cpu = sky_claim_idle_for(p, llc, false);
+
+	if (cpu < 0) {
+		cpu = sky_claim_idle_in(p->cpus_ptr);
+		if (cpu < 0)
+			return false;
+		if (owner >= 0 && sky_llc_of(cpu) != llc) {
+			scx_bpf_dsq_move_set_vtime(it, p->scx.dsq_vtime);
+			scx_bpf_dsq_move_vtime(it, p, sky_llc_dsq(llc), 0);
+		}
+	}
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
+}
+
+/*
+ * Rescues every task of @dsq (the first SKY_SCAN_MAX) that has waited
+ * starve_ns minus a period. Returns the nanoseconds until the next one
+ * would need it. Global: verified once. The count lives in a bpf_for loop,
+ * whose index the verifier does not track value by value; a counter
+ * compared inside a bpf_for_each loop would make it walk every count.
+ */
+__noinline u64 sky_rescue_scan(u64 dsq, u64 now)
+{
+	u64 rescue_after = sky_rescue_after_ns(), next = (u64)-1, queued;
+	struct bpf_iter_scx_dsq it;
+	struct task_struct *p;
+	struct sky_task *tctx;
+	u32 n;
+
+	bpf_iter_scx_dsq_new(&it, dsq, 0);
+	bpf_for(n, 0, SKY_SCAN_MAX) {
+		p = bpf_iter_scx_dsq_next(&it);
+		if (!p)
+			break;
+		tctx = sky_task_of(p);
+		if (!tctx)
+			continue;
+		queued = sky_queued_for(tctx, now);
+		if (queued < rescue_after) {
+			if (rescue_after - queued < next)
+				next = rescue_after - queued;
+			continue;
+		}
+		if (scx_bpf_dsq_move(&it, p, SKY_DSQ_RESCUE, 0)) {
+			sky_stat_inc(SKY_STAT_STARVATION_RESCUES);
+			sky_kick_for_rescue(p);
+		}
+	}
+	bpf_iter_scx_dsq_destroy(&it);
+	return next;
+}
+
+/*
+ * Grace alarms for the queue of CPU @owner (or, with @owner < 0, of
+ * domain @llc): wakes a taker for each of the first walk_depth tasks whose
+ * grace ran out. Returns the nanoseconds until the next grace runs out.
+ */
+__noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
+{
+	u64 dsq = owner >= 0 ? sky_cpu_dsq(owner) : sky_llc_dsq(llc), next = (u64)-1, left;
+	struct bpf_iter_scx_dsq it;
+	struct task_struct *p;
+	struct sky_task *tctx;
+	u32 n;
+
+	bpf_iter_scx_dsq_new(&it, dsq, 0);
+	bpf_for(n, 0, SKY_WALK_MAX) {
+		if (n >= sky_cfg.walk_depth)
+			break;
+		p = bpf_iter_scx_dsq_next(&it);
+		if (!p)
+			break;
+		tctx = sky_task_of(p);
+		if (!tctx)
+			continue;
+		left = owner >= 0 ? sky_grace_left(tctx, owner, now) : sky_foreign_left(p, tctx, now);
+		if (left) {
+			if (left < next)
+				next = left;
+		} else if (sky_wake_taker(&it, p, owner, llc)) {
+			sky_stat_inc(SKY_STAT_GRACE_KICKS);
+		}
+	}
+	bpf_iter_scx_dsq_destroy(&it);
+	return next;
+}
+
+/* Moves every task waiting for offline CPU @owner to its domain's queue. */
+__noinline int sky_drain_offline(s32 owner)
+{
+	struct bpf_iter_scx_dsq it;
+	struct task_struct *p;
+	u32 n;
+
+	bpf_iter_scx_dsq_new(&it, sky_cpu_dsq(owner), 0);
+	bpf_for(n, 0, SKY_SCAN_MAX) {
+		p = bpf_iter_scx_dsq_next(&it);
+		if (!p)
+			break;
+		scx_bpf_dsq_move_set_vtime(&it, p->scx.dsq_vtime);
+		scx_bpf_dsq_move_vtime(&it, p, sky_llc_dsq(sky_llc_of(owner)), 0);
+	}
+	bpf_iter_scx_dsq_destroy(&it);
+	return 0;
+}
+
+/* Everything the alarm does for one queue; the time until it must look again. */
+static __always_inline u64 sky_bound_check(s32 owner, u32 llc, u64 now, bool idle)
+{
+	u64 dsq = owner >= 0 ? sky_cpu_dsq(owner) : sky_llc_dsq(llc), next, left;
+
+	if (owner >= 0 && !sky_cpu_is_online(owner))
+		sky_drain_offline(owner);
+	next = sky_rescue_scan(dsq, now);
+	if (idle && scx_bpf_dsq_nr_queued(dsq) > 0) {
+		left = sky_grace_scan(owner, llc, now);
+		if (left < next)
+			next = left;
+	}
+	return next;
+}
+
+static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = scx_bpf_now(), next = sky_rescue_period_ns(), left;
+	bool idle = sky_any_idle();
+	u32 cpu, llc;
+	bool queued = false;
+
+	sky_bound_due = 0;
+	bpf_for(cpu, 0, nr_cpus) {
+		if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) <= 0)
+			continue;
+		queued = true;
+		left = sky_bound_check(cpu, sky_llc_of(cpu), now, idle);
+		if (left < next)
+			next = left;
+	}
+	bpf_for(llc, 0, nr_llcs) {
+		if (scx_bpf_dsq_nr_queued(sky_llc_dsq(llc)) <= 0)
+			continue;
+		queued = true;
+		left = sky_bound_check(-1, llc, now, idle);
+		if (left < next)
+			next = left;
+	}
+	if (queued || scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0)
+		sky_bound_arm(now, next);
+	return 0;
+}
+
+static __always_inline s32 sky_bound_init(void)
+{
+	u32 zero = 0;
+	struct sky_bound_timer *t = bpf_map_lookup_elem(&sky_bound_timer, &zero);
+
+	if (!t)
+		return -ENOENT;
+	bpf_timer_init(&t->timer, &sky_bound_timer, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&t->timer, sky_bound_timerfn);
+	return 0;
+}
+
+#endif /* __SKY_BOUND_BPF_H */

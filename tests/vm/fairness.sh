@@ -1,0 +1,14 @@
+# Weights and presets: two spinners of nice 0 and nice 5 pinned to one
+# CPU must share it by their weights; then each preset runs the SKY-1
+# workload healthily. Figures come from the kernel's counters.
+. ./lib.sh
+start_sky --stats-interval 0 || exit 1
+sky-work share --nices 0,5 --cpu 1 --seconds 4
+stop_sky >/dev/null
+for policy in sky1 sky1-strict vtime; do
+	start_sky --policy "$policy" --stats-interval 0 || exit 1
+	sky-work cache-loop --procs 6 --seconds 3 | sed "s/^result /result policy=$policy /"
+	stop_sky | grep 'stats total'
+	echo "check state_after_$policy=$(state)"
+done
+report_dmesg

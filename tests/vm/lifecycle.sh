@@ -1,0 +1,37 @@
+# The scheduler's life: load, states and ops name; the daemon killed with
+# SIGKILL (the kernel must fall back cleanly) and a new one attaching; and
+# the restart path: a CPU offline at start-up comes online in a cache
+# domain BPF never saw, so BPF asks for a reload and the daemon does it.
+. ./lib.sh
+echo "check state_before=$(state)"
+start_sky --stats-interval 1 || exit 1
+echo "check state_running=$(state)"
+echo "check ops=$(cat /sys/kernel/sched_ext/root/ops 2>/dev/null || cat /sys/kernel/sched_ext/ops)"
+sky-work burn --threads "$(nproc)" --seconds 2
+
+kill -KILL "$SKY_PID"
+wait "$SKY_PID"
+wait_state disabled
+echo "check state_after_sigkill=$(state)"
+sky-work burn --threads 2 --seconds 1 >/dev/null
+start_sky --stats-interval 0 || exit 1
+echo "check state_reattached=$(state)"
+stop_sky >/dev/null
+echo "check state_after=$(state)"
+
+echo 0 >/sys/devices/system/cpu/cpu3/online
+start_sky --stats-interval 0 || exit 1
+echo 1 >/sys/devices/system/cpu/cpu3/online
+# The reload takes a moment: wait for the second attach.
+tries=0
+while [ "$(grep -c 'scx_sky attached' /tmp/sky.log)" -lt 2 ] && [ "$tries" -lt 100 ]; do
+	tries=$((tries + 1))
+	sleep 0.1
+done
+wait_state enabled "$SKY_PID"
+sky-work burn --threads "$(nproc)" --seconds 1 >/dev/null
+echo "check state_after_restart=$(state) cpu3_online=$(cat /sys/devices/system/cpu/cpu3/online)"
+echo "check attaches=$(grep -c 'scx_sky attached' /tmp/sky.log)"
+stop_sky
+echo "check disable_reasons=$(disable_reasons)"
+report_dmesg 'unregistered from BPF|came online in an unknown cache domain'
