@@ -3,6 +3,8 @@
 //! statistics.
 
 pub mod cache_loop;
+pub mod child;
+pub mod pingpong;
 pub mod procstat;
 pub mod threads;
 
