@@ -134,9 +134,9 @@ mod tests {
         assert!(refusal(&["pingpong", "--pairs", "0"]).contains("--pairs"));
         assert!(refusal(&["pingpong", "--seconds", "0"]).contains("--seconds"));
         assert!(refusal(&["pingpong", "--seconds=-1"]).contains("--seconds"));
-        let err = Cli::try_parse_from(["sky-work", "pingpong", "--pairs", "x"])
-            .err()
-            .expect("a non-number accepted");
+        let Err(err) = Cli::try_parse_from(["sky-work", "pingpong", "--pairs", "x"]) else {
+            panic!("--pairs x accepted");
+        };
         assert!(err.to_string().contains("--pairs"), "{err}");
     }
 }
