@@ -10,10 +10,11 @@
 #                    scx_sky arguments of variant i
 #   arguments        the cells, as SLEEP_US:ARRAY_KB:TASKS_PER_CPU
 #
-# Prints one `result cell=... sched=eevdf|sky<i> ...` line per run. A
+# Prints one `result cell=... sched=eevdf|variant<i> ...` line per run. A
 # scx_sky run also carries sky_exit=, state= (sched_ext's state when the
 # workload ended) and errors= (kernel error lines the run added), so a
-# scheduler that was ejected mid-run never passes for a result.
+# scheduler that was ejected mid-run never passes for a result, and
+# watchdog_ms= (the stall timeout scx_sky reports having set).
 . ./lib.sh
 
 # A task left runnable this long ejects scx_sky: 3 s instead of the default
@@ -79,10 +80,10 @@ run_eevdf() {
 # run_sky CELL I: the cell's workload under variant I. A variant that fails
 # to start is not retried in later cells.
 run_sky() {
-	local cell=$1 i=$2 args out st rc errors before
-	echo "bench-run cell=$cell sched=sky$i"
+	local cell=$1 i=$2 args out st rc errors before wd
+	echo "bench-run cell=$cell sched=variant$i"
 	if [ -n "$(eval echo "\$broken_$i")" ]; then
-		echo "result cell=$cell sched=sky$i failed=start"
+		echo "result cell=$cell sched=variant$i failed=start"
 		return
 	fi
 	eval "args=\$BENCH_VARIANT_$i"
@@ -91,11 +92,13 @@ run_sky() {
 	# shellcheck disable=SC2086
 	if ! start_variant $args --stats-interval 0; then
 		eval "broken_$i=1"
-		echo "result cell=$cell sched=sky$i failed=start"
+		echo "result cell=$cell sched=variant$i failed=start"
 		return
 	fi
 	out=$(workload "$cell")
 	st=$(state)
+	# scx_utils logs the timeout it took from SCX_TIMEOUT_MS.
+	wd=$(sed -n 's/.*timeout_ms to \([0-9]*\).*/\1/p' /tmp/sky.log | head -n 1)
 	kill -INT "$SKY_PID"
 	wait "$SKY_PID"
 	rc=$?
@@ -104,10 +107,10 @@ run_sky() {
 	errors=$(($(dmesg_errors | wc -l) - before))
 	[ "$errors" -gt 0 ] && dmesg_errors | tail -n "$errors"
 	if echo "$out" | grep -q '^result '; then
-		echo "$out" | tag "$cell" "sky$i" "sky_exit=$rc state=$st errors=$errors "
+		echo "$out" | tag "$cell" "variant$i" "sky_exit=$rc state=$st errors=$errors watchdog_ms=${wd:-unconfirmed} "
 	else
 		echo "$out"
-		echo "result cell=$cell sched=sky$i failed=workload"
+		echo "result cell=$cell sched=variant$i failed=workload"
 	fi
 }
 

@@ -47,7 +47,7 @@ impl Guest {
 /// One workload run, or why it has no figures.
 type Outcome<'a> = std::result::Result<&'a Fields, String>;
 
-/// Finds the run of `sched` (`eevdf` or `sky<i>`) in `cell` and checks it
+/// Finds the run of `sched` (`eevdf` or `variant<i>`) in `cell` and checks it
 /// is valid: the workload finished and, for scx_sky, the scheduler stayed
 /// loaded throughout, exited cleanly and the kernel logged no error.
 fn outcome<'a>(runs: &'a [Fields], cell: &str, sched: &str) -> Outcome<'a> {
@@ -220,7 +220,7 @@ fn sched_names(plan: &Plan) -> Vec<(String, String)> {
             plan.variants
                 .iter()
                 .enumerate()
-                .map(|(i, v)| (format!("sky{i}"), format!("scx_sky {v}"))),
+                .map(|(i, v)| (format!("variant{i}"), format!("scx_sky {v}"))),
         )
         .collect()
 }
@@ -249,6 +249,7 @@ pub fn render(topology: CpuTopology, plan: &Plan, output: &str) -> Result<Render
          storm: round trips at least 1.00x EEVDF's.\n\n",
         plan.seconds
     ));
+    text.push_str(&watchdog(&runs));
     let mut failed = 0;
     let mut passes = vec![0usize; plan.variants.len()];
     if !plan.cells.is_empty() {
@@ -283,6 +284,29 @@ pub fn render(topology: CpuTopology, plan: &Plan, output: &str) -> Result<Render
         text,
         failed_runs: failed,
     })
+}
+
+/// The sched_ext watchdog the scx_sky runs had, as scx_sky reported it.
+fn watchdog(runs: &[Fields]) -> String {
+    let mut values: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.contains_key("sky_exit"))
+        .map(|r| r.get("watchdog_ms").map_or("unconfirmed", String::as_str))
+        .collect();
+    let total = values.len();
+    let unconfirmed = values.iter().filter(|v| v.parse::<u32>().is_err()).count();
+    values.sort_unstable();
+    values.dedup();
+    match values[..] {
+        [] => String::new(),
+        [ms] if unconfirmed == 0 => format!("sched_ext watchdog {ms} ms in every scx_sky run.\n\n"),
+        _ if unconfirmed > 0 => {
+            format!(
+                "sched_ext watchdog NOT confirmed in {unconfirmed} of {total} scx_sky runs.\n\n"
+            )
+        }
+        _ => format!("sched_ext watchdog varied: {} ms.\n\n", values.join(", ")),
+    }
 }
 
 fn sweep_table(
@@ -438,7 +462,7 @@ mod tests {
         let sky = if sched == "eevdf" {
             String::new()
         } else {
-            "sky_exit=0 state=enabled errors=0 ".into()
+            "sky_exit=0 state=enabled errors=0 watchdog_ms=3000 ".into()
         };
         format!(
             "result cell={cell} sched={sched} {sky}workload=cache-loop procs=8 passes={passes} \
@@ -490,11 +514,11 @@ mod tests {
     fn a_boot_renders_one_row_per_run_with_verdicts() {
         let mut out = String::from(HEADER);
         out += &loop_line("100:4:2", "eevdf", 10, 1000, 100.0);
-        out += &loop_line("100:4:2", "sky0", 20, 990, 90.0); // pass: 98.0 % vs 99.0 %
-        out += &loop_line("100:4:2", "sky1", 100, 900, 200.0); // misses all three
+        out += &loop_line("100:4:2", "variant0", 20, 990, 90.0); // pass: 98.0 % vs 99.0 %
+        out += &loop_line("100:4:2", "variant1", 100, 900, 200.0); // misses all three
         out += "result cell=storm sched=eevdf workload=pingpong pairs=4 seconds=5 round_trips=1000 round_trips_per_s=200.0 migrations=4 timeslices=4000\n";
-        out += "result cell=storm sched=sky0 sky_exit=0 state=enabled errors=0 workload=pingpong pairs=4 seconds=5 round_trips=1100 round_trips_per_s=220.0 migrations=40 timeslices=4400\n";
-        out += "result cell=storm sched=sky1 failed=start\n";
+        out += "result cell=storm sched=variant0 sky_exit=0 state=enabled errors=0 watchdog_ms=3000 workload=pingpong pairs=4 seconds=5 round_trips=1100 round_trips_per_s=220.0 migrations=40 timeslices=4400\n";
+        out += "result cell=storm sched=variant1 failed=start\n";
         let r = render(topo(), &plan(&["100:4:2"], true), &out).unwrap();
         let t = &r.text;
         assert!(
@@ -578,9 +602,9 @@ mod tests {
     fn invalid_runs_have_no_figures() {
         let mut out = String::from(HEADER);
         out += &loop_line("100:4:2", "eevdf", 10, 1000, 100.0);
-        out += &loop_line("100:4:2", "sky0", 20, 990, 90.0).replace("sky_exit=0", "sky_exit=1");
-        out +=
-            &loop_line("100:4:2", "sky1", 20, 990, 90.0).replace("state=enabled", "state=disabled");
+        out += &loop_line("100:4:2", "variant0", 20, 990, 90.0).replace("sky_exit=0", "sky_exit=1");
+        out += &loop_line("100:4:2", "variant1", 20, 990, 90.0)
+            .replace("state=enabled", "state=disabled");
         let r = render(topo(), &plan(&["100:4:2", "500:64:1"], false), &out).unwrap();
         assert!(
             r.text.contains("scx_sky exited with status 1"),
@@ -591,9 +615,15 @@ mod tests {
         // The second cell printed nothing at all: three missing runs.
         assert_eq!(r.text.matches("no figures: no result").count(), 3);
         assert_eq!(r.failed_runs, 5);
-        let errors = loop_line("100:4:2", "sky0", 1, 1, 1.0).replace("errors=0", "errors=2");
+        let unset = loop_line("100:4:2", "variant0", 1, 1, 1.0).replace("3000", "unconfirmed");
+        let runs = report::lines_with(&(unset + &loop_line("x", "variant1", 1, 1, 1.0)), "result ");
+        assert_eq!(
+            watchdog(&runs),
+            "sched_ext watchdog NOT confirmed in 1 of 2 scx_sky runs.\n\n"
+        );
+        let errors = loop_line("100:4:2", "variant0", 1, 1, 1.0).replace("errors=0", "errors=2");
         let runs = report::lines_with(&errors, "result ");
-        assert!(outcome(&runs, "100:4:2", "sky0")
+        assert!(outcome(&runs, "100:4:2", "variant0")
             .unwrap_err()
             .contains("2 kernel error"));
     }
