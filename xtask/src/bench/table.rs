@@ -271,9 +271,18 @@ pub fn render(topology: CpuTopology, plan: &Plan, output: &str) -> Result<Render
         text.push('\n');
     }
     let groups = plan.cells.len() + usize::from(plan.storm);
+    let cells = match plan.cells.len() {
+        1 => "1 cell".to_string(),
+        n => format!("{n} cells"),
+    };
+    let what = match (plan.cells.len(), plan.storm) {
+        (0, _) => "the storm".to_string(),
+        (_, false) => cells,
+        (_, true) => format!("{cells} and the storm"),
+    };
     for (i, v) in plan.variants.iter().enumerate() {
         text.push_str(&format!(
-            "scx_sky {v}: meets the target in {} of {groups}\n",
+            "scx_sky {v}: meets the target in {} of {groups} ({what})\n",
             passes[i]
         ));
     }
@@ -580,11 +589,11 @@ mod tests {
         );
         assert!(t.contains("no figures: scx_sky did not start"), "{t}");
         assert!(
-            t.contains("scx_sky -p sky1: meets the target in 2 of 2"),
+            t.contains("scx_sky -p sky1: meets the target in 2 of 2 (1 cell and the storm)"),
             "{t}"
         );
         assert!(
-            t.contains("scx_sky -p sky1-strict: meets the target in 0 of 2"),
+            t.contains("scx_sky -p sky1-strict: meets the target in 0 of 2 (1 cell and the storm)"),
             "{t}"
         );
         assert_eq!(r.failed_runs, 1);
