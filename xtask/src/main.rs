@@ -5,8 +5,8 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
+use xtask::bench::BenchArgs;
 use xtask::paths::{run, workspace_root};
-use xtask::report;
 use xtask::vm::{self, CpuTopology, VmConfig};
 
 #[derive(Parser)]
@@ -59,14 +59,10 @@ enum Cmd {
         #[command(flatten)]
         vm: VmArgs,
     },
-    /// SKY-1 workload under EEVDF and scx_sky, side by side, in one VM run.
-    Bench {
-        #[command(flatten)]
-        vm: VmArgs,
-        /// Seconds per scheduler.
-        #[arg(long, default_value_t = 5)]
-        seconds: u32,
-    },
+    /// SKY-1 workload swept over sleep, array size and load, and a wakeup
+    /// storm, under EEVDF then each scx_sky variant, one VM boot per
+    /// topology; prints a table per topology.
+    Bench(BenchArgs),
 }
 
 #[derive(Args, Clone)]
@@ -161,10 +157,12 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             let bin = xtask::paths::release_bin("sky-pvas-bench")?;
             exit_with(Command::new(bin).arg(dir).status()?.code().unwrap_or(1))
         }
-        Cmd::Bench { vm, seconds } => {
+        Cmd::Bench(args) => {
+            // Refuse bad options before the set-up and build.
+            args.plan()?;
             setup()?;
             build()?;
-            bench(&vm.config(), seconds)
+            xtask::bench::run(&args)
         }
     }
 }
@@ -258,56 +256,4 @@ fn test() -> Result<()> {
         "--ignored",
         "--test-threads=1",
     ]))
-}
-
-fn bench(cfg: &VmConfig, seconds: u32) -> Result<()> {
-    let out = vm::run(cfg, &format!("{} {seconds}", scenario_command("bench")?))?;
-    if out.status != 0 {
-        bail!("the benchmark scenario failed with status {}", out.status);
-    }
-    let rows = report::lines_with(&out.output, "result ");
-    let base = rows
-        .iter()
-        .find(|r| r.get("scheduler").map(String::as_str) == Some("eevdf"))
-        .context("no EEVDF baseline in the benchmark output")?;
-    println!(
-        "\nSKY-1 workload (8 processes, 4 KiB arrays), {seconds} s per scheduler, topology {:?}",
-        cfg.topology
-    );
-    println!(
-        "figures from /proc/<pid>/sched and schedstat; ratios are against EEVDF in this run\n"
-    );
-    println!(
-        "{:<20} {:>10} {:>8} {:>11} {:>9} {:>8} {:>13} {:>8}",
-        "scheduler", "work", "ratio", "migrations", "ratio", "last-cpu", "p99 wait us", "ratio"
-    );
-    for r in &rows {
-        let num = |k: &str| report::number(r, k);
-        let ratio = |k: &str| -> Result<String> {
-            let b = report::number(base, k)?;
-            Ok(if b > 0.0 {
-                format!("{:.2}x", num(k)? / b)
-            } else {
-                "-".into()
-            })
-        };
-        let slices = num("timeslices")?;
-        let share = if slices > 0.0 {
-            100.0 * (1.0 - num("migrations")? / slices)
-        } else {
-            0.0
-        };
-        println!(
-            "{:<20} {:>10} {:>8} {:>11} {:>9} {:>7.1}% {:>13.1} {:>8}",
-            r.get("scheduler").map_or("?", String::as_str),
-            num("passes")?,
-            ratio("passes")?,
-            num("migrations")?,
-            ratio("migrations")?,
-            share,
-            num("wait_p99_us")?,
-            ratio("wait_p99_us")?,
-        );
-    }
-    Ok(())
 }

@@ -25,6 +25,13 @@ impl CpuTopology {
     }
 }
 
+impl std::fmt::Display for CpuTopology {
+    /// As it is given: `SxCxT`.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{}x{}x{}", self.sockets, self.cores, self.threads)
+    }
+}
+
 impl Default for CpuTopology {
     fn default() -> Self {
         CpuTopology {
@@ -289,6 +296,7 @@ mod tests {
         assert_eq!(t, CpuTopology::default());
         assert_eq!(t.cpus(), 8);
         assert_eq!("1x4x1".parse::<CpuTopology>().unwrap().cpus(), 4);
+        assert_eq!("1x4x1".parse::<CpuTopology>().unwrap().to_string(), "1x4x1");
         for bad in ["2x2", "2x0x2", "axbxc", "1x1x4", "8x8x2", ""] {
             assert!(bad.parse::<CpuTopology>().is_err(), "{bad} accepted");
         }

@@ -7,12 +7,12 @@
 //! wait per cycle, migrations), so the result does not depend on the
 //! scheduler under test reporting honestly.
 
-use crate::percentile;
 use crate::procstat::{migrations_of_self, SchedStat};
+use crate::{child, percentile};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
@@ -73,46 +73,16 @@ impl CacheLoop {
     pub fn run(&self) -> Result<Report> {
         self.validate()?;
         let start = Instant::now() + Duration::from_millis(20);
-        let mut children = Vec::with_capacity(self.procs);
-        for _ in 0..self.procs {
-            let (read_end, write_end) = pipe()?;
-            // SAFETY: the parent is single-threaded here, so the child may
-            // run ordinary Rust code until it _exits.
-            match unsafe { libc::fork() } {
-                -1 => bail!("fork failed: {}", std::io::Error::last_os_error()),
-                0 => {
-                    drop(read_end);
-                    let code = match self.child(start, write_end) {
-                        Ok(()) => 0,
-                        Err(e) => {
-                            eprintln!("cache-loop child: {e:#}");
-                            1
-                        }
-                    };
-                    unsafe { libc::_exit(code) };
-                }
-                pid => {
-                    drop(write_end);
-                    children.push((pid, read_end));
-                }
-            }
-        }
+        let children = (0..self.procs)
+            .map(|_| child::spawn("cache-loop", |out| self.child(start, out)))
+            .collect::<Result<Vec<_>>>()?;
         let mut report = Report {
             procs: self.procs,
             ..Default::default()
         };
         let mut waits = Vec::new();
-        for (pid, read_end) in children {
-            let mut text = String::new();
-            File::from(read_end)
-                .read_to_string(&mut text)
-                .context("reading a child's report")?;
-            let mut status = 0;
-            unsafe { libc::waitpid(pid, &mut status, 0) };
-            if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-                bail!("cache-loop child {pid} failed (status {status:#x})");
-            }
-            merge_child(&text, &mut report, &mut waits)?;
+        for c in children {
+            merge_child(&c.finish("cache-loop")?, &mut report, &mut waits)?;
         }
         report.cycles = waits.len() as u64;
         report.wait_p50_ns = percentile(&mut waits, 50.0);
@@ -185,15 +155,6 @@ fn merge_child(text: &str, report: &mut Report, waits: &mut Vec<u64>) -> Result<
         waits.push(w.parse().context("bad wait sample")?);
     }
     Ok(())
-}
-
-fn pipe() -> Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        bail!("pipe failed: {}", std::io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 just returned these two descriptors, owned by no one.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 #[cfg(test)]

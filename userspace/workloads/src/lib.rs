@@ -3,7 +3,9 @@
 //! statistics.
 
 pub mod cache_loop;
+pub mod child;
 pub mod hostile;
+pub mod pingpong;
 pub mod procstat;
 pub mod share;
 pub mod threads;

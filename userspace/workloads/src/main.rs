@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use sky_workloads::{cache_loop::CacheLoop, hostile::Hostile, share, threads};
+use sky_workloads::{cache_loop::CacheLoop, hostile::Hostile, pingpong::PingPong, share, threads};
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -32,6 +32,16 @@ enum Command {
         /// Sleep between bursts, in microseconds.
         #[arg(long, default_value_t = 200)]
         sleep_us: u64,
+        /// Run time, in seconds.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// A wakeup storm: pairs of processes bouncing one byte over pipes;
+    /// prints round trips and kernel-side migrations and timeslices.
+    Pingpong {
+        /// Number of process pairs.
+        #[arg(long, default_value_t = 4)]
+        pairs: usize,
         /// Run time, in seconds.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
@@ -118,6 +128,13 @@ fn run(cli: Cli) -> Result<()> {
             };
             println!("{}", cfg.run()?.line());
         }
+        Command::Pingpong { pairs, seconds } => {
+            let cfg = PingPong {
+                pairs,
+                duration: secs(seconds)?,
+            };
+            println!("{}", cfg.run()?.line());
+        }
         Command::Burn { threads, seconds } => {
             let work = threads::burn(threads, secs(seconds)?)?;
             println!("result workload=burn threads={threads} iterations={work}");
@@ -161,4 +178,26 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(args: &[&str]) -> String {
+        let cli = Cli::try_parse_from(std::iter::once("sky-work").chain(args.iter().copied()))
+            .expect("arguments parse");
+        run(cli).expect_err("bad input accepted").to_string()
+    }
+
+    #[test]
+    fn pingpong_refuses_bad_arguments_naming_the_option() {
+        assert!(refusal(&["pingpong", "--pairs", "0"]).contains("--pairs"));
+        assert!(refusal(&["pingpong", "--seconds", "0"]).contains("--seconds"));
+        assert!(refusal(&["pingpong", "--seconds=-1"]).contains("--seconds"));
+        let Err(err) = Cli::try_parse_from(["sky-work", "pingpong", "--pairs", "x"]) else {
+            panic!("--pairs x accepted");
+        };
+        assert!(err.to_string().contains("--pairs"), "{err}");
+    }
 }
