@@ -189,6 +189,32 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 	return next;
 }
 
+/*
+ * Kicks a CPU again for each rescued task still waiting a period after its
+ * rescue (the CPU first kicked may have gone offline or been taken by a
+ * higher scheduling class).
+ */
+__noinline int sky_rescue_rekick(u64 now)
+{
+	u64 overdue = sky_cfg.starve_ns;
+	struct bpf_iter_scx_dsq it;
+	struct task_struct *p;
+	struct sky_task *tctx;
+	u32 n;
+
+	bpf_iter_scx_dsq_new(&it, SKY_DSQ_RESCUE, 0);
+	bpf_for(n, 0, SKY_SCAN_MAX) {
+		p = bpf_iter_scx_dsq_next(&it);
+		if (!p)
+			break;
+		tctx = sky_task_of(p);
+		if (tctx && sky_queued_for(tctx, now) >= overdue)
+			sky_kick_for_rescue(p);
+	}
+	bpf_iter_scx_dsq_destroy(&it);
+	return 0;
+}
+
 /* Moves every task waiting for offline CPU @owner to its domain's queue. */
 __noinline int sky_drain_offline(s32 owner)
 {
@@ -248,7 +274,11 @@ static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 		if (left < next)
 			next = left;
 	}
-	if (queued || scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0)
+	if (scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0) {
+		sky_rescue_rekick(now);
+		queued = true;
+	}
+	if (queued)
 		sky_bound_arm(now, next);
 	return 0;
 }

@@ -9,9 +9,12 @@
  * it for its own CPU for affinity_grace_ns. After that it is fair game if
  * it waits behind another task of the same CPU (that CPU is overloaded:
  * moving it balances for good), or once it has waited the "patience" of
- * two slices (its CPU is busy with something long). A task whose footprint
- * was cold when it was queued, one waiting for an offline CPU, or one
- * starving, may always be taken.
+ * two slices (its CPU is busy with something long). A task waiting for an
+ * offline CPU, or starving, may always be taken.
+ *
+ * This holds for tasks whose footprint went cold too: taking one costs no
+ * cache, but moving it when its CPU is not overloaded only trades places
+ * with another task later (the churn that costs pure SKY-1 its affinity).
  *
  * bound.bpf.h sets an alarm for the moment a grace runs out, so an idle
  * CPU is woken then to take the task: this is what makes the grace a
@@ -38,7 +41,7 @@ static __always_inline u64 sky_grace_left(const struct sky_task *tctx, s32 owner
 	u64 queued = sky_queued_for(tctx, now);
 	u64 grace = sky_cfg.affinity_grace_ns, patience = sky_patience_ns();
 
-	if (!grace || tctx->cold || !sky_cpu_is_online(owner) || queued >= sky_cfg.starve_ns)
+	if (!grace || !sky_cpu_is_online(owner) || queued >= sky_cfg.starve_ns)
 		return 0;
 	if (queued < grace)
 		return grace - queued;

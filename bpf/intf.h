@@ -55,7 +55,7 @@ enum sky_stat_idx {
 	SKY_STAT_SYNC_HANDOFFS,		/* synchronous wakeups queued on the waker's CPU */
 	SKY_STAT_DECAYED_MOVES,		/* moves of tasks whose cache footprint had decayed */
 	SKY_STAT_WARM_QUEUED,		/* tasks queued for the CPU whose cache they are warm in */
-	SKY_STAT_COLD_QUEUED,		/* tasks queued with a cold footprint: any CPU of the domain may take them */
+	SKY_STAT_COLD_QUEUED,		/* tasks queued with a cold footprint and no idle CPU to take them */
 	SKY_STAT_STEALS_IN_LLC,		/* warm tasks taken by an idle CPU of the same domain */
 	SKY_STAT_STEALS,		/* tasks taken from another cache domain's queue */
 	SKY_STAT_GRACE_KICKS,		/* idle CPUs woken because a task's affinity grace ran out */

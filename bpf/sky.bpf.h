@@ -24,7 +24,7 @@
 struct sky_task {
 	/* CPU the task last ran on; -1 before its first run. */
 	s32 last_cpu;
-	/* 1 if its footprint was cold when it was queued: anyone may take it. */
+	/* 1 if its footprint was cold when it was last placed (for statistics). */
 	u32 cold;
 	/* When the task went to sleep; 0 while it is runnable. */
 	u64 slept_at_ns;

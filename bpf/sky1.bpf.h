@@ -14,7 +14,7 @@
  *           by the decay of its footprint (decay.bpf.h): warm -> wait in
  *           the previous CPU's queue; core-cold -> an idle CPU of the same
  *           domain; LLC-cold -> any idle CPU; with none idle, a cold task
- *           waits in its previous CPU's queue too, free for any CPU to take.
+ *           waits in its previous CPU's queue too.
  *           A synchronous wakeup (the waker is about to sleep, e.g. a pipe
  *           round trip) goes to the waker's CPU when nothing else waits
  *           there: the data the task needs is in that CPU's cache.
@@ -93,8 +93,7 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
  * A task waits for the CPU it last ran on whenever it has one: warm, that
  * CPU is where its data is; cold, it may go anywhere, but if no CPU is
  * idle it would wait anyway, and its own CPU is as good a place to wait as
- * any (that is what keeps a busy machine's tasks from churning). Marked
- * cold, it is taken at once by any CPU of its domain that runs dry. Only
+ * any (that is what keeps a busy machine's tasks from churning). Only
  * a task with no usable last CPU (new, or its CPU went offline or left its
  * cpumask) waits in its domain's queue.
  */
@@ -253,6 +252,30 @@ static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
 	if (next != (u64)-1)
 		sky_bound_arm(now, next);
 	return false;
+}
+
+/*
+ * Should @prev, whose slice ran out but which is still runnable, keep @cpu?
+ * The kernel asks dispatch before it queues @prev again, so without this a
+ * waiting task would always win and vtime (nice) would mean nothing
+ * between the tasks of one CPU. @prev keeps the CPU if no rescued task
+ * waits and it is not behind (in vtime) the heads of the queues @cpu
+ * serves.
+ */
+static __always_inline bool sky1_prev_goes_first(s32 cpu, struct task_struct *prev, u64 now)
+{
+	struct task_struct *own, *shared;
+	u64 vtime;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) ||
+	    scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0)
+		return false;
+	vtime = sky_vtime_live(prev, sky_task_of(prev), now);
+	own = sky_peek(sky_cpu_dsq(cpu));
+	if (own && (s64)(own->scx.dsq_vtime - vtime) < 0)
+		return false;
+	shared = sky_peek(sky_llc_dsq(sky_llc_of(cpu)));
+	return !shared || (s64)(shared->scx.dsq_vtime - vtime) >= 0;
 }
 
 /* Finds @cpu its next task; false if it may idle (or keep its task). */

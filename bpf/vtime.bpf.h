@@ -71,6 +71,16 @@ static __always_inline u64 sky_vtime_charge(struct task_struct *p, struct sky_ta
 	return ran;
 }
 
+/* @p's vtime as if it were charged for its run up to @now. */
+static __always_inline u64 sky_vtime_live(const struct task_struct *p,
+					  const struct sky_task *tctx, u64 now)
+{
+	u64 ran = tctx && tctx->started_at_ns && now > tctx->started_at_ns ?
+			  now - tctx->started_at_ns : 0;
+
+	return p->scx.dsq_vtime + ran * 100 / (p->scx.weight ?: 1);
+}
+
 static __always_inline void sky_vtime_enable(struct task_struct *p)
 {
 	scx_bpf_task_set_dsq_vtime(p, sky_vtime_now);

@@ -8,7 +8,7 @@ stop_sky >/dev/null
 for policy in sky1 sky1-strict vtime; do
 	start_sky --policy "$policy" --stats-interval 0 || exit 1
 	sky-work cache-loop --procs 6 --seconds 3 | sed "s/^result /result policy=$policy /"
-	stop_sky | grep 'stats total'
 	echo "check state_after_$policy=$(state)"
+	stop_sky | grep 'stats total'
 done
 report_dmesg

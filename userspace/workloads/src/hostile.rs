@@ -220,10 +220,11 @@ fn run_thread(
                 spin(&mut watch, Duration::from_millis(burst))?;
             }
             Kind::Yield => {
+                // Look after every yield: each is a wait of its own.
                 for _ in 0..100 {
                     unsafe { libc::sched_yield() };
+                    watch.check()?;
                 }
-                watch.check()?;
             }
             Kind::Fork => {
                 fork_and_reap()?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 /// The scx_sky variants, each an argument string for scx_sky, compared
 /// with EEVDF in every cell, in this order. This is the one place to edit
 /// when a policy option lands (e.g. `-p sky1 --decay sleep`).
-pub const SKY_VARIANTS: &[&str] = &["-p sky1", "-p sky1-strict"];
+pub const SKY_VARIANTS: &[&str] = &["-p sky1", "-p sky1 --decay sleep"];
 
 /// Sleep between compute bursts, µs: from shorter than a slice (the cache
 /// stays warm) to longer than the derived core decay threshold.
