@@ -3,6 +3,7 @@
 //! topology, run a scenario as root and bring back its output and status.
 //! Also used by the VM integration tests in tests/.
 
+pub mod console;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;

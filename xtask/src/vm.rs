@@ -1,5 +1,6 @@
 //! Boots the test VM under qemu (TCG) and runs one command in it.
 
+use crate::console::ConsoleFilter;
 use crate::initramfs::{self, Contents};
 use crate::kernel::{self, Kernel};
 use crate::paths::{release_bin, workspace_root};
@@ -220,9 +221,13 @@ fn run_qemu(
     let deadline = Instant::now() + cfg.timeout;
     let mut output = String::new();
     let mut status = None;
+    let mut console = ConsoleFilter::default();
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(line) => {
+            Ok(raw) => {
+                let Some(line) = console.line(&raw) else {
+                    continue;
+                };
                 if cfg.echo {
                     println!("{line}");
                 }
