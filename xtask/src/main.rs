@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
+use xtask::kernel::{self, KernelChoice};
 use xtask::paths::{run, workspace_root};
 use xtask::report;
 use xtask::vm::{self, CpuTopology, VmConfig};
@@ -21,7 +22,18 @@ enum Cmd {
     /// Install the toolchain, qemu and busybox (scripts/setup.sh; root).
     Setup,
     /// Download (or find in the cache) a sched_ext kernel; print its path.
-    Kernel,
+    Kernel {
+        /// A version (6.16.12+deb13-amd64), a series (6.16: its newest with
+        /// sched_ext) or a build (custom-6.12); default: the newest.
+        #[arg(long)]
+        kernel_version: Option<String>,
+    },
+    /// List the kernels apt offers and what is known of their sched_ext.
+    Kernels {
+        /// Download every kernel not yet known to find out (hundreds of MB).
+        #[arg(long)]
+        probe: bool,
+    },
     /// Build and boot the VM, run a scenario or command, return its status.
     Vm {
         #[command(flatten)]
@@ -71,9 +83,14 @@ enum Cmd {
 
 #[derive(Args, Clone)]
 struct VmArgs {
-    /// Boot this kernel image instead of the downloaded one.
-    #[arg(long)]
+    /// Boot this kernel image instead of a downloaded one.
+    #[arg(long, conflicts_with = "kernel_version")]
     kernel: Option<PathBuf>,
+    /// Boot this kernel: a version (6.16.12+deb13-amd64), a series (6.16:
+    /// its newest with sched_ext) or a build (custom-6.12). Default: the
+    /// newest with sched_ext, or $SKY_KERNEL_VERSION.
+    #[arg(long)]
+    kernel_version: Option<String>,
     /// Guest CPUs as SOCKETSxCORESxTHREADS.
     #[arg(long, default_value = "2x2x2")]
     topology: CpuTopology,
@@ -89,6 +106,7 @@ impl VmArgs {
     fn config(&self) -> VmConfig {
         VmConfig {
             kernel: self.kernel.clone(),
+            kernel_version: self.kernel_version.clone(),
             topology: self.topology,
             memory_mb: self.memory_mb,
             timeout: Duration::from_secs(self.timeout),
@@ -108,11 +126,12 @@ fn main() {
 fn dispatch(cmd: Cmd) -> Result<()> {
     match cmd {
         Cmd::Setup => setup(),
-        Cmd::Kernel => {
-            let k = xtask::kernel::ensure(None)?;
+        Cmd::Kernel { kernel_version } => {
+            let k = kernel::ensure(&KernelChoice::from_args(None, kernel_version.as_deref()))?;
             println!("{} {}", k.version, k.vmlinuz.display());
             Ok(())
         }
+        Cmd::Kernels { probe } => kernel::list(probe),
         Cmd::Vm {
             vm,
             scenario,

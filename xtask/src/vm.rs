@@ -2,7 +2,7 @@
 
 use crate::console::ConsoleFilter;
 use crate::initramfs::{self, Contents};
-use crate::kernel::{self, Kernel};
+use crate::kernel::{self, Kernel, KernelChoice};
 use crate::paths::{release_bin, workspace_root};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
@@ -67,7 +67,10 @@ impl FromStr for CpuTopology {
 
 #[derive(Debug, Clone)]
 pub struct VmConfig {
+    /// A kernel image to boot (else `kernel_version`, then the environment).
     pub kernel: Option<PathBuf>,
+    /// A Debian kernel version or series, or `custom-<series>`.
+    pub kernel_version: Option<String>,
     pub topology: CpuTopology,
     pub memory_mb: u32,
     pub timeout: Duration,
@@ -82,6 +85,7 @@ impl Default for VmConfig {
     fn default() -> Self {
         VmConfig {
             kernel: None,
+            kernel_version: None,
             topology: CpuTopology::default(),
             memory_mb: 2048,
             timeout: Duration::from_secs(300),
@@ -115,7 +119,10 @@ const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
 
 /// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
 pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
-    let kernel = kernel::ensure(cfg.kernel.as_deref())?;
+    let kernel = kernel::ensure(&KernelChoice::from_args(
+        cfg.kernel.as_deref(),
+        cfg.kernel_version.as_deref(),
+    ))?;
     let mut binaries = project_binaries()?;
     let mut modules = Vec::new();
     if cfg.pmem_mb.is_some() {
