@@ -3,7 +3,9 @@
 //! are only downloaded (`apt-get download`), never installed. Each version
 //! is cached under `<cache>/kernel/<version>/` as `vmlinuz` + `config`, or
 //! as a `no-sched-ext` marker when its config lacks CONFIG_SCHED_CLASS_EXT=y
-//! so it is never downloaded again.
+//! so it is never downloaded again. Where the archive has the image but no
+//! config (linux-binary without linux-base), sched_ext is read from the
+//! image (kimage.rs).
 
 use crate::kversion::{self, Available, Selector, Source, CUSTOM_PREFIX};
 use crate::paths::{cache_dir, output, run};
@@ -100,15 +102,31 @@ pub fn status(version: &str) -> Result<Status> {
     })
 }
 
+/// The image is moved into place last, so its presence means the rest is
+/// there: the config, or (when the archive has none) the marker saying
+/// sched_ext was read from the image.
 fn cached(kdir: &Path, version: &str) -> Option<Kernel> {
     let vmlinuz = kdir.join("vmlinuz");
     let config = kdir.join("config");
-    (vmlinuz.is_file() && config.is_file()).then(|| Kernel {
+    if !vmlinuz.is_file() {
+        return None;
+    }
+    let config = if config.is_file() {
+        Some(config)
+    } else if kdir.join(SCHED_EXT_IN_IMAGE).is_file() {
+        None
+    } else {
+        return None;
+    };
+    Some(Kernel {
         version: version.into(),
         vmlinuz,
-        config: Some(config),
+        config,
     })
 }
+
+/// Marker for a kernel without a config whose image has sched_ext.
+const SCHED_EXT_IN_IMAGE: &str = "sched-ext-in-image";
 
 /// Every kernel apt offers plus every one in the cache (our own builds,
 /// and downloads apt no longer lists), oldest first.
@@ -116,7 +134,7 @@ pub fn available() -> Result<Vec<Available>> {
     let apt = output(Command::new("apt-cache").args([
         "search",
         "--names-only",
-        "^linux-(binary|image)-[0-9]",
+        "^linux-(binary|image|base)-[0-9]",
     ]));
     let mut all = match &apt {
         Ok(text) => kversion::parse_apt_search(text),
@@ -254,7 +272,7 @@ pub fn fetch(a: &Available) -> Result<Option<Kernel>> {
         return Ok(None);
     }
     match a.source {
-        Source::Split | Source::Image => download(&kdir, a),
+        Source::Split | Source::BinaryOnly | Source::Image => download(&kdir, a),
         Source::Custom => bail!(
             "{} is not built (or its build was interrupted): run cargo xtask kernel-build --series {}",
             a.version,
@@ -285,6 +303,7 @@ fn download(kdir: &Path, a: &Available) -> Result<Option<Kernel>> {
             format!("linux-base-{version}"),
             format!("linux-binary-{version}"),
         ],
+        Source::BinaryOnly => vec![format!("linux-binary-{version}")],
         _ => vec![format!("linux-image-{version}")],
     };
     run(Command::new("apt-get")
@@ -301,28 +320,40 @@ fn download(kdir: &Path, a: &Available) -> Result<Option<Kernel>> {
     {
         extract(&deb, &tree, a.source)?;
     }
-    let config = find_file(&tree, |name| {
-        name == "config" || name.starts_with("config-")
-    })
-    .with_context(|| format!("the packages of {version} hold no config file"))?;
     let vmlinuz = find_file(&tree, |name| {
         name == "vmlinuz" || name.starts_with("vmlinuz-")
     })
     .with_context(|| format!("the packages of {version} hold no vmlinuz"))?;
-    let text =
-        fs::read_to_string(&config).with_context(|| format!("reading {}", config.display()))?;
-    if !has_sched_ext(&text) {
-        fs::write(
-            kdir.join("no-sched-ext"),
-            "its config lacks CONFIG_SCHED_CLASS_EXT=y\n",
-        )?;
+    let config = find_file(&tree, |name| {
+        name == "config" || name.starts_with("config-")
+    });
+    let sched_ext = match &config {
+        Some(config) => has_sched_ext(
+            &fs::read_to_string(config).with_context(|| format!("reading {}", config.display()))?,
+        ),
+        None if a.source == Source::BinaryOnly => crate::kimage::has_sched_ext(&vmlinuz)?,
+        None => bail!("the packages of {version} hold no config file"),
+    };
+    if !sched_ext {
+        let why = if config.is_some() {
+            "its config lacks CONFIG_SCHED_CLASS_EXT=y\n"
+        } else {
+            "its image's BTF has no struct sched_ext_ops\n"
+        };
+        fs::write(kdir.join("no-sched-ext"), why)?;
         let _ = fs::remove_dir_all(&work);
         eprintln!("xtask: kernel {version} has no sched_ext (recorded)");
         return Ok(None);
     }
-    // Move into place last, so an interrupted download is never taken for a
-    // cached kernel.
-    fs::rename(&config, kdir.join("config"))?;
+    match &config {
+        Some(config) => fs::rename(config, kdir.join("config"))?,
+        None => fs::write(
+            kdir.join(SCHED_EXT_IN_IMAGE),
+            "the archive has no linux-base package (config) for this kernel; \
+             its image's BTF has struct sched_ext_ops\n",
+        )?,
+    }
+    // The image last: see cached().
     fs::rename(&vmlinuz, kdir.join("vmlinuz"))?;
     let _ = fs::remove_dir_all(&work);
     Ok(cached(kdir, version))
@@ -383,6 +414,7 @@ pub fn list(probe: bool) -> Result<()> {
     for a in &all {
         let packages = match a.source {
             Source::Split => "linux-binary + base",
+            Source::BinaryOnly => "linux-binary only",
             Source::Image => "linux-image",
             Source::Custom => "cargo xtask kernel-build",
             Source::Cached => "cache only",
@@ -390,7 +422,11 @@ pub fn list(probe: bool) -> Result<()> {
         let known = match status(&a.version)? {
             Status::SchedExt => {
                 yes += 1;
-                "yes (verified, cached)"
+                if kernel_dir(&a.version)?.join("config").is_file() {
+                    "yes (config, cached)"
+                } else {
+                    "yes (image BTF, cached)"
+                }
             }
             Status::NoSchedExt => {
                 no += 1;

@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 pub enum Source {
     /// 6.19 and later: image in `linux-binary-<ver>`, config in `linux-base-<ver>`.
     Split,
+    /// `linux-binary-<ver>` whose `linux-base-<ver>` the archive lacks (6.19
+    /// to 7.1 today): no config, sched_ext is read from the image.
+    BinaryOnly,
     /// Up to 6.18: one `linux-image-<ver>` package with /boot/{vmlinuz,config}-<ver>.
     Image,
     /// Built here by `cargo xtask kernel-build` (only ever in the cache).
@@ -172,18 +175,24 @@ pub fn by_series<'a>(newest_first: &[&'a Available]) -> Vec<Vec<&'a Available>> 
     groups
 }
 
-/// The amd64 kernels in `apt-cache search --names-only '^linux-(binary|image)-'`
+/// The amd64 kernels in `apt-cache search --names-only '^linux-(binary|image|base)-'`
 /// output, oldest first. Only the generic flavour: cloud kernels lack
 /// drivers, rt changes timing; -dbg, -unsigned and meta packages are no
-/// kernels. A version with a `linux-binary-` package uses the split layout.
+/// kernels. A version with a `linux-binary-` package uses the split
+/// layout when its `linux-base-` exists too.
 pub fn parse_apt_search(text: &str) -> Vec<Available> {
-    let mut found: BTreeMap<String, Source> = BTreeMap::new();
+    #[derive(Default)]
+    struct Seen {
+        binary: bool,
+        base: bool,
+        image: bool,
+    }
+    let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
     for pkg in text.lines().filter_map(|l| l.split_whitespace().next()) {
-        let (version, source) = if let Some(v) = pkg.strip_prefix("linux-binary-") {
-            (v, Source::Split)
-        } else if let Some(v) = pkg.strip_prefix("linux-image-") {
-            (v, Source::Image)
-        } else {
+        let Some((kind, version)) = ["binary", "base", "image"]
+            .iter()
+            .find_map(|k| Some((*k, pkg.strip_prefix(&format!("linux-{k}-"))?)))
+        else {
             continue;
         };
         let Some(base) = version.strip_suffix("-amd64") else {
@@ -194,14 +203,25 @@ pub fn parse_apt_search(text: &str) -> Vec<Available> {
         if release(base).len() < 3 || base.ends_with("-cloud") || base.ends_with("-rt") {
             continue;
         }
-        let entry = found.entry(version.to_string()).or_insert(source);
-        if source == Source::Split {
-            *entry = Source::Split;
+        let s = seen.entry(version.to_string()).or_default();
+        match kind {
+            "binary" => s.binary = true,
+            "base" => s.base = true,
+            _ => s.image = true,
         }
     }
-    let mut all: Vec<Available> = found
+    let mut all: Vec<Available> = seen
         .into_iter()
-        .map(|(version, source)| Available { version, source })
+        .filter_map(|(version, s)| {
+            let source = match (s.binary, s.base, s.image) {
+                (true, true, _) => Source::Split,
+                (true, false, _) => Source::BinaryOnly,
+                (false, _, true) => Source::Image,
+                // A base package alone holds no kernel.
+                (false, _, false) => return None,
+            };
+            Some(Available { version, source })
+        })
         .collect();
     all.sort_by(|a, b| compare_versions(&a.version, &b.version));
     all
@@ -213,6 +233,12 @@ mod tests {
 
     const APT: &str = "\
 linux-binary-7.3.4+deb13-amd64 - Linux 7.3.4 for 64-bit PCs (kernel image)
+linux-base-7.3.4+deb13-amd64 - Linux 7.3.4 for 64-bit PCs (base files)
+linux-base-7.2.11+deb13-amd64 - Linux 7.2.11 for 64-bit PCs (base files)
+linux-base-7.2.9+deb13-amd64 - Linux 7.2.9 for 64-bit PCs (base files)
+linux-base-7.2.7+deb13-amd64 - Linux 7.2.7 for 64-bit PCs (base files)
+linux-binary-7.1.13+deb13-amd64 - Linux 7.1.13 for 64-bit PCs (kernel image)
+linux-image-7.1.13+deb13-amd64 - Linux 7.1.13 for 64-bit PCs
 linux-binary-7.3.4+deb13-cloud-amd64 - Linux 7.3.4 for x86-64 cloud (kernel image)
 linux-binary-7.2.9+deb13-amd64 - Linux 7.2.9 for 64-bit PCs (kernel image)
 linux-binary-7.2.11+deb13-amd64 - Linux 7.2.11 for 64-bit PCs (kernel image)
@@ -264,6 +290,7 @@ linux-image-6.1.0-56-amd64 - Linux 6.1 for 64-bit PCs (signed)
                 ("6.12.117+deb12-amd64", Source::Image),
                 ("6.16.3+deb13-amd64", Source::Image),
                 ("6.16.12+deb13-amd64", Source::Image),
+                ("7.1.13+deb13-amd64", Source::BinaryOnly),
                 ("7.2.9+deb13-amd64", Source::Split),
                 ("7.2.11+deb13-amd64", Source::Split),
                 ("7.3.4+deb13-amd64", Source::Split),
@@ -344,6 +371,7 @@ linux-image-6.1.0-56-amd64 - Linux 6.1 for 64-bit PCs (signed)
                 "{err}"
             );
             assert!(err.contains("7.3: 7.3.4+deb13-amd64"), "{err}");
+            assert!(err.contains("7.1: 7.1.13+deb13-amd64"), "{err}");
         }
     }
 
@@ -371,11 +399,12 @@ linux-image-6.1.0-56-amd64 - Linux 6.1 for 64-bit PCs (signed)
             [
                 "7.3.4+deb13-amd64",
                 "7.2.11+deb13-amd64",
+                "7.1.13+deb13-amd64",
                 "6.16.12+deb13-amd64",
                 "6.12.117+deb12-amd64",
                 "6.1.0-56-amd64"
             ]
         );
-        assert_eq!(groups[2].len(), 2);
+        assert_eq!(groups[3].len(), 2);
     }
 }

@@ -6,6 +6,7 @@
 pub mod console;
 pub mod initramfs;
 pub mod kernel;
+pub mod kimage;
 pub mod kversion;
 pub mod modules;
 pub mod paths;
