@@ -8,6 +8,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod kimage;
 pub mod kversion;
+pub mod matrix;
 pub mod modules;
 pub mod paths;
 pub mod report;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 use xtask::kernel::{self, KernelChoice};
+use xtask::matrix::{self, Which};
 use xtask::paths::{run, workspace_root};
 use xtask::report;
 use xtask::vm::{self, CpuTopology, VmConfig};
@@ -33,6 +34,18 @@ enum Cmd {
         /// Download every kernel not yet known to find out (hundreds of MB).
         #[arg(long)]
         probe: bool,
+    },
+    /// Boot several kernels in turn, run the smoke scenario (load + sky1)
+    /// in each, print a table; fails if any kernel fails.
+    Matrix {
+        #[command(flatten)]
+        which: MatrixArgs,
+        /// Guest CPUs as SOCKETSxCORESxTHREADS (SKY-1's set-up: 2x1x2).
+        #[arg(long, default_value = "2x1x2")]
+        topology: CpuTopology,
+        /// Give up on one VM after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
     },
     /// Build and boot the VM, run a scenario or command, return its status.
     Vm {
@@ -79,6 +92,32 @@ enum Cmd {
         #[arg(long, default_value_t = 5)]
         seconds: u32,
     },
+}
+
+#[derive(Args, Clone)]
+#[group(required = true, multiple = false)]
+struct MatrixArgs {
+    /// The newest kernel with sched_ext of every series.
+    #[arg(long)]
+    all: bool,
+    /// These versions or series, comma-separated (e.g. 6.16,7.3).
+    #[arg(long, value_delimiter = ',')]
+    versions: Vec<String>,
+    /// The oldest and the newest Debian kernel with sched_ext.
+    #[arg(long)]
+    oldest_newest: bool,
+}
+
+impl MatrixArgs {
+    fn which(&self) -> Which {
+        if self.all {
+            Which::All
+        } else if self.oldest_newest {
+            Which::OldestNewest
+        } else {
+            Which::Versions(self.versions.clone())
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -132,6 +171,20 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             Ok(())
         }
         Cmd::Kernels { probe } => kernel::list(probe),
+        Cmd::Matrix {
+            which,
+            topology,
+            timeout,
+        } => {
+            setup()?;
+            build()?;
+            let cfg = VmConfig {
+                topology,
+                timeout: Duration::from_secs(timeout),
+                ..VmConfig::default()
+            };
+            matrix(&which.which(), &cfg)
+        }
         Cmd::Vm {
             vm,
             scenario,
@@ -276,7 +329,30 @@ fn test() -> Result<()> {
         "--",
         "--ignored",
         "--test-threads=1",
-    ]))
+    ]))?;
+    // The VM tests boot the newest kernel; the smoke on the oldest one with
+    // sched_ext keeps scx_sky loading on every kernel in between.
+    let cfg = VmConfig {
+        topology: "2x1x2".parse()?,
+        timeout: Duration::from_secs(600),
+        ..VmConfig::default()
+    };
+    matrix(&Which::Oldest, &cfg)
+}
+
+/// Boots each chosen kernel with the smoke scenario; fails if any fails.
+fn matrix(which: &Which, cfg: &VmConfig) -> Result<()> {
+    let kernels = matrix::choose(which)?;
+    let results = matrix::run(&kernels, cfg);
+    matrix::print_table(&results);
+    let failed = results.iter().filter(|r| !r.passed()).count();
+    if failed > 0 {
+        bail!(
+            "{failed} of {} kernels failed the smoke test",
+            results.len()
+        );
+    }
+    Ok(())
 }
 
 fn bench(cfg: &VmConfig, seconds: u32) -> Result<()> {
