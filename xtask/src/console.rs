@@ -12,6 +12,10 @@ const FIRMWARE: [&str; 5] = [
     "Press ESC for boot menu",
 ];
 
+/// SeaBIOS's last words before the kernel runs, not always followed by a
+/// line break.
+const BOOTING: &str = "Booting from ROM";
+
 /// What the guest's init prints first (xtask/src/init.sh): from here on
 /// nothing is taken for firmware noise.
 const GUEST_UP: &str = "sky-vm: up";
@@ -26,11 +30,22 @@ pub struct ConsoleFilter {
 impl ConsoleFilter {
     /// The line to show and keep, or None to drop it.
     pub fn line(&mut self, raw: &str) -> Option<String> {
-        let clean = strip_controls(raw);
-        if clean.contains(GUEST_UP) {
+        let mut clean = strip_controls(raw);
+        if let Some(at) = clean.find(GUEST_UP) {
+            // Firmware does not always end its last line ("Booting from
+            // ROM..sky-vm: up"): keep only the guest's part.
+            clean.drain(..at);
             self.guest_up = true;
         }
         if !self.guest_up {
+            if let Some(at) = clean.find(BOOTING) {
+                // What follows the dots on the same line is the kernel's.
+                let rest = clean[at + BOOTING.len()..].trim_start_matches('.');
+                if rest.trim().is_empty() {
+                    return None;
+                }
+                clean = rest.to_string();
+            }
             if FIRMWARE.iter().any(|f| clean.contains(f)) {
                 return None;
             }
@@ -112,7 +127,8 @@ mod tests {
             "Press Ctrl-B to configure iPXE (PCI 00:03.0)...",
             "\x1b[2J",
             "Booting from ROM...",
-            "\x1bc\x1b[?7l\x1b[2Jsky-vm: up, 4 CPUs, kernel 7.3.4+deb13-amd64",
+            "Booting from ROM..[    0.5] Kernel panic - not syncing: test",
+            "Booting from ROM..\x1bc\x1b[?7l\x1b[2Jsky-vm: up, 4 CPUs, kernel 7.3.4+deb13-amd64",
             "check state_before=disabled",
             "",
             "a scenario may print iPXE or SeaBIOS too",
@@ -123,6 +139,7 @@ mod tests {
         assert_eq!(
             kept,
             [
+                "[    0.5] Kernel panic - not syncing: test",
                 "sky-vm: up, 4 CPUs, kernel 7.3.4+deb13-amd64",
                 "check state_before=disabled",
                 "",

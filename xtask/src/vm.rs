@@ -238,7 +238,9 @@ fn run_qemu(
                 if cfg.echo {
                     println!("{line}");
                 }
-                if let Some(code) = line.trim().strip_prefix(EXIT_MARKER) {
+                // Anywhere in the line: output without a final newline
+                // ends up in front of the marker.
+                if let Some((_, code)) = line.split_once(EXIT_MARKER) {
                     status = code.trim().parse().ok();
                 }
                 output.push_str(&line);
