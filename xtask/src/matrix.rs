@@ -128,25 +128,37 @@ fn checks(text: &str) -> Fields {
     all
 }
 
-/// Why scx_sky did not load: the last error-looking line of its log (which
-/// start_sky prints), else the last line before the verdict.
+/// Why scx_sky did not load: its `error:` line (its log comes before the
+/// verdict), else any error-looking line, else how the start ended.
 fn load_error(text: &str) -> String {
-    let log: Vec<&str> = text
+    let before_verdict = text.split("check loaded=no").next().unwrap_or(text);
+    let log: Vec<&str> = before_verdict
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with("check "))
         .collect();
+    let looks_wrong = |l: &&&str| {
+        let l = l.to_ascii_lowercase();
+        l.contains("error") || l.contains("failed") || l.contains("invalid")
+    };
     let line = log
         .iter()
         .rev()
-        .find(|l| {
-            let l = l.to_ascii_lowercase();
-            l.contains("error") || l.contains("failed") || l.contains("invalid")
-        })
-        .or(log.last())
-        .copied()
-        .unwrap_or("no output");
-    line.chars().take(160).collect()
+        .find(|l| l.contains("error:"))
+        .or_else(|| log.iter().rev().find(looks_wrong));
+    let c = checks(before_verdict);
+    let how = if let Some(rc) = c.get("sky_start_exit") {
+        format!("exited {rc}")
+    } else if let Some(t) = c.get("sky_start_timeout") {
+        format!("sched_ext not enabled after {t}")
+    } else {
+        "sched_ext not enabled".into()
+    };
+    let text = match line {
+        Some(l) => format!("{how}: {l}"),
+        None => how,
+    };
+    text.chars().take(200).collect()
 }
 
 /// Judges one boot's output: enabled while running, clean exits, clean
@@ -323,15 +335,24 @@ SKY-VM-EXIT=0
 smoke: load
 check state_before=disabled
 12:00:00 [WARN] libbpf: prog 'sky_enqueue': BPF program load failed: Invalid argument
-Error: Failed to load BPF program
+scx_sky: error: Failed to load BPF program: Protocol error (os error 71)
+libbpf: failed to load BPF skeleton 'bpf_bpf': -EPROTO
+check sky_start_exit=1
 check loaded=no
+check dmesg_errors=0
+[   40.569627] reboot: Power down
 check dmesg_errors=0
 ";
         let s = judge("custom-6.12", 1, out);
         assert!(!s.loaded);
         assert_eq!(
             s.failures,
-            ["scx_sky did not load: Error: Failed to load BPF program"]
+            ["scx_sky did not load: exited 1: scx_sky: error: Failed to load BPF program: Protocol error (os error 71)"]
+        );
+        let slow = "smoke: load\nlibbpf: map 'sky_ops': created\ncheck sky_start_timeout=180s state=disabled\ncheck loaded=no\n";
+        assert_eq!(
+            judge("6.18", 1, slow).failures,
+            ["scx_sky did not load: sched_ext not enabled after 180s"]
         );
     }
 
