@@ -130,9 +130,10 @@ struct VmArgs {
     /// newest with sched_ext, or $SKY_KERNEL_VERSION.
     #[arg(long)]
     kernel_version: Option<String>,
-    /// Guest CPUs as SOCKETSxCORESxTHREADS.
-    #[arg(long, default_value = "2x2x2")]
-    topology: CpuTopology,
+    /// Guest CPUs as SOCKETSxCORESxTHREADS [default: 2x2x2; for run's
+    /// demo 2x1x2, SKY-1's set-up].
+    #[arg(long)]
+    topology: Option<CpuTopology>,
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 2048)]
     memory_mb: u32,
@@ -146,7 +147,7 @@ impl VmArgs {
         VmConfig {
             kernel: self.kernel.clone(),
             kernel_version: self.kernel_version.clone(),
-            topology: self.topology,
+            topology: self.topology.unwrap_or_default(),
             memory_mb: self.memory_mb,
             timeout: Duration::from_secs(self.timeout),
             echo: true,
@@ -213,7 +214,13 @@ fn dispatch(cmd: Cmd) -> Result<()> {
                 exit_with(status.code().unwrap_or(1))
             } else {
                 eprintln!("xtask: this kernel has no sched_ext; running the demo in the VM");
-                exit_with(vm::run(&vm.config(), &scenario_command("demo")?)?.status)
+                // SKY-1's set-up (two cache domains of an SMT pair, two
+                // processes per CPU) is where placement differs visibly.
+                let cfg = VmConfig {
+                    topology: vm.topology.unwrap_or("2x1x2".parse()?),
+                    ..vm.config()
+                };
+                exit_with(vm::run(&cfg, &scenario_command("demo")?)?.status)
             }
         }
         Cmd::Test => test(),
