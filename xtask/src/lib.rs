@@ -5,6 +5,7 @@
 
 pub mod console;
 pub mod initramfs;
+pub mod kbuild;
 pub mod kernel;
 pub mod kimage;
 pub mod kversion;

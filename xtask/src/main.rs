@@ -47,6 +47,17 @@ enum Cmd {
         #[arg(long, default_value_t = 600)]
         timeout: u64,
     },
+    /// Build a small kernel from Debian's linux-source-<series> package
+    /// (e.g. 6.12 LTS, which Debian builds without sched_ext) and cache it
+    /// as custom-<series>; installs the build packages it needs.
+    KernelBuild {
+        /// The series to build, e.g. 6.12.
+        #[arg(long)]
+        series: String,
+        /// Parallel make jobs (run at nice 19).
+        #[arg(long, default_value_t = 2)]
+        jobs: u32,
+    },
     /// Build and boot the VM, run a scenario or command, return its status.
     Vm {
         #[command(flatten)]
@@ -185,6 +196,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
                 ..VmConfig::default()
             };
             matrix(&which.which(), &cfg)
+        }
+        Cmd::KernelBuild { series, jobs } => {
+            let k = xtask::kbuild::build(&series, jobs)?;
+            println!("{} {}", k.version, k.vmlinuz.display());
+            Ok(())
         }
         Cmd::Vm {
             vm,
