@@ -4,8 +4,13 @@
 //! Also used by the VM integration tests in tests/.
 
 pub mod bench;
+pub mod console;
 pub mod initramfs;
+pub mod kbuild;
 pub mod kernel;
+pub mod kimage;
+pub mod kversion;
+pub mod matrix;
 pub mod modules;
 pub mod paths;
 pub mod report;

@@ -14,8 +14,11 @@ use std::process::Command;
 
 /// Decompressed modules `names` and their dependencies, dependencies first.
 pub fn resolve(kernel: &Kernel, names: &[&str]) -> Result<Vec<PathBuf>> {
-    if kernel.version == "custom" {
-        bail!("modules are only available for the downloaded kernel, not --kernel");
+    if kernel.version == "custom" || kernel.version.starts_with(crate::kversion::CUSTOM_PREFIX) {
+        bail!(
+            "modules are only available for Debian's kernels, not {} (--kernel or kernel-build)",
+            kernel.version
+        );
     }
     let dir = cache_dir()?.join("kernel").join(&kernel.version);
     let tree = tree(&dir, &kernel.version)?;
@@ -39,10 +42,24 @@ fn tree(dir: &Path, version: &str) -> Result<PathBuf> {
     let _ = fs::remove_dir_all(&work);
     let _ = fs::remove_dir_all(&tree);
     fs::create_dir_all(&work)?;
-    let package = format!("linux-modules-{version}");
+    // 6.19 and later ship modules in linux-modules-<ver>; older kernels in
+    // the one linux-image-<ver> package.
+    let modules = format!("linux-modules-{version}");
+    let known = Command::new("apt-cache")
+        .args(["show", "--no-all-versions", &modules])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let package = if known {
+        modules
+    } else {
+        format!("linux-image-{version}")
+    };
     eprintln!("xtask: downloading {package}");
     run(Command::new("apt-get")
-        .args(["download", &package])
+        .args(crate::kernel::APT_DOWNLOAD)
+        .arg(&package)
         .current_dir(&work))?;
     for deb in fs::read_dir(&work)?
         .filter_map(|e| e.ok())

@@ -1,7 +1,8 @@
 //! Boots the test VM under qemu (TCG) and runs one command in it.
 
+use crate::console::ConsoleFilter;
 use crate::initramfs::{self, Contents};
-use crate::kernel::{self, Kernel};
+use crate::kernel::{self, Kernel, KernelChoice};
 use crate::paths::{release_bin, workspace_root};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
@@ -73,7 +74,10 @@ impl FromStr for CpuTopology {
 
 #[derive(Debug, Clone)]
 pub struct VmConfig {
+    /// A kernel image to boot (else `kernel_version`, then the environment).
     pub kernel: Option<PathBuf>,
+    /// A Debian kernel version or series, or `custom-<series>`.
+    pub kernel_version: Option<String>,
     pub topology: CpuTopology,
     pub memory_mb: u32,
     pub timeout: Duration,
@@ -88,6 +92,7 @@ impl Default for VmConfig {
     fn default() -> Self {
         VmConfig {
             kernel: None,
+            kernel_version: None,
             topology: CpuTopology::default(),
             memory_mb: 2048,
             timeout: Duration::from_secs(300),
@@ -121,7 +126,10 @@ const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
 
 /// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
 pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
-    let kernel = kernel::ensure(cfg.kernel.as_deref())?;
+    let kernel = kernel::ensure(&KernelChoice::from_args(
+        cfg.kernel.as_deref(),
+        cfg.kernel_version.as_deref(),
+    ))?;
     let mut binaries = project_binaries()?;
     let mut modules = Vec::new();
     if cfg.pmem_mb.is_some() {
@@ -227,13 +235,19 @@ fn run_qemu(
     let deadline = Instant::now() + cfg.timeout;
     let mut output = String::new();
     let mut status = None;
+    let mut console = ConsoleFilter::default();
     loop {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(line) => {
+            Ok(raw) => {
+                let Some(line) = console.line(&raw) else {
+                    continue;
+                };
                 if cfg.echo {
                     println!("{line}");
                 }
-                if let Some(code) = line.trim().strip_prefix(EXIT_MARKER) {
+                // Anywhere in the line: output without a final newline
+                // ends up in front of the marker.
+                if let Some((_, code)) = line.split_once(EXIT_MARKER) {
                     status = code.trim().parse().ok();
                 }
                 output.push_str(&line);

@@ -29,8 +29,11 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with = "quick")]
     pub storm: bool,
     /// Boot this kernel image instead of the downloaded one.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "kernel_version")]
     pub kernel: Option<PathBuf>,
+    /// Boot this Debian kernel: an exact version or a series such as 6.16.
+    #[arg(long, value_name = "VER")]
+    pub kernel_version: Option<String>,
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 2048)]
     pub memory_mb: u32,
@@ -65,6 +68,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     for topology in topologies {
         let cfg = VmConfig {
             kernel: args.kernel.clone(),
+            kernel_version: args.kernel_version.clone(),
             topology,
             memory_mb: args.memory_mb,
             timeout: args
