@@ -7,13 +7,16 @@
 //! wait per cycle, migrations), so the result does not depend on the
 //! scheduler under test reporting honestly.
 
-use crate::procstat::{migrations_of_self, SchedStat};
+use crate::procstat::{migrations_of_self, SchedStat, WaitWatch};
 use crate::{child, percentile};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
+
+/// How often a burst looks at its run-queue wait counter.
+const WAIT_LOOK_EVERY: Duration = Duration::from_micros(200);
 
 #[derive(Debug, Clone, Copy)]
 pub struct CacheLoop {
@@ -35,6 +38,8 @@ pub struct Report {
     pub cycles: u64,
     pub wait_p50_ns: u64,
     pub wait_p99_ns: u64,
+    /// The longest single run-queue wait any process saw (watched every
+    /// 200 us), not a cycle's total.
     pub wait_max_ns: u64,
 }
 
@@ -87,7 +92,6 @@ impl CacheLoop {
         report.cycles = waits.len() as u64;
         report.wait_p50_ns = percentile(&mut waits, 50.0);
         report.wait_p99_ns = percentile(&mut waits, 99.0);
-        report.wait_max_ns = waits.iter().copied().max().unwrap_or(0);
         Ok(report)
     }
 
@@ -100,14 +104,22 @@ impl CacheLoop {
         let mut prev = first;
         let mut passes = 0u64;
         let mut waits = Vec::new();
+        // Per cycle: the whole wait (what the benchmark's percentiles
+        // are of); the longest single wait is watched as the burst goes.
+        let mut watch = WaitWatch::for_current_thread()?;
+        let mut next_look = Instant::now();
         while Instant::now() < end {
             let burst_end = Instant::now() + self.burst;
             while Instant::now() < burst_end {
                 touch(&mut array, passes);
                 passes += 1;
+                if Instant::now() >= next_look {
+                    watch.check()?;
+                    next_look = Instant::now() + WAIT_LOOK_EVERY;
+                }
             }
             std::thread::sleep(self.sleep);
-            let now = SchedStat::of_self()?;
+            let now = watch.check()?;
             waits.push(now.wait_ns - prev.wait_ns);
             prev = now;
         }
@@ -116,10 +128,11 @@ impl CacheLoop {
         let mut out = File::from(out);
         writeln!(
             out,
-            "{} {} {}",
+            "{} {} {} {}",
             passes,
             migrations_of_self()? - migrations_before,
-            last.timeslices - first.timeslices
+            last.timeslices - first.timeslices,
+            watch.max_wait_ns
         )?;
         let samples: Vec<String> = waits.iter().map(u64::to_string).collect();
         writeln!(out, "{}", samples.join(" "))?;
@@ -145,9 +158,10 @@ fn merge_child(text: &str, report: &mut Report, waits: &mut Vec<u64>) -> Result<
         .map(str::parse)
         .collect::<Result<_, _>>()
         .context("bad child report")?;
-    let [passes, migrations, slices] = head[..] else {
-        bail!("child report has {} fields, expected 3", head.len());
+    let [passes, migrations, slices, max_wait] = head[..] else {
+        bail!("child report has {} fields, expected 4", head.len());
     };
+    report.wait_max_ns = report.wait_max_ns.max(max_wait);
     report.passes += passes;
     report.migrations += migrations;
     report.timeslices += slices;
@@ -174,7 +188,7 @@ mod tests {
         assert_eq!(r.procs, 3);
         assert!(r.passes > 0);
         assert!(r.cycles >= 3, "each process completes cycles: {r:?}");
-        assert!(r.wait_p99_ns >= r.wait_p50_ns && r.wait_max_ns >= r.wait_p99_ns);
+        assert!(r.wait_p99_ns >= r.wait_p50_ns);
         assert!(r.line().starts_with("result workload=cache-loop procs=3 "));
     }
 
@@ -195,10 +209,12 @@ mod tests {
         let mut r = Report::default();
         let mut w = Vec::new();
         assert!(merge_child("", &mut r, &mut w).is_err());
-        assert!(merge_child("1 2\n", &mut r, &mut w).is_err());
-        assert!(merge_child("1 2 x\n", &mut r, &mut w).is_err());
-        merge_child("10 1 4\n5 7\n", &mut r, &mut w).unwrap();
-        assert_eq!((r.passes, r.migrations, r.timeslices), (10, 1, 4));
+        assert!(merge_child("1 2 3\n", &mut r, &mut w).is_err());
+        assert!(merge_child("1 2 x 4\n", &mut r, &mut w).is_err());
+        merge_child("10 1 4 9\n5 7\n", &mut r, &mut w).unwrap();
+        merge_child("1 0 1 3\n", &mut r, &mut w).unwrap();
+        assert_eq!((r.passes, r.migrations, r.timeslices), (11, 1, 5));
+        assert_eq!(r.wait_max_ns, 9, "the longest single wait of any child");
         assert_eq!(w, vec![5, 7]);
     }
 }
