@@ -122,6 +122,9 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
  * would need it. Global: verified once. The count lives in a bpf_for loop,
  * whose index the verifier does not track value by value; a counter
  * compared inside a bpf_for_each loop would make it walk every count.
+ *
+ * The scans run from the timer, which kernels before 6.18 do not run in an
+ * RCU read section; walking a queue needs one, so each scan takes it.
  */
 __noinline u64 sky_rescue_scan(u64 dsq, u64 now)
 {
@@ -131,6 +134,7 @@ __noinline u64 sky_rescue_scan(u64 dsq, u64 now)
 	struct sky_task *tctx;
 	u32 n;
 
+	bpf_rcu_read_lock();
 	bpf_iter_scx_dsq_new(&it, dsq, 0);
 	bpf_for(n, 0, SKY_SCAN_MAX) {
 		p = bpf_iter_scx_dsq_next(&it);
@@ -151,6 +155,7 @@ __noinline u64 sky_rescue_scan(u64 dsq, u64 now)
 		}
 	}
 	bpf_iter_scx_dsq_destroy(&it);
+	bpf_rcu_read_unlock();
 	return next;
 }
 
@@ -167,6 +172,7 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 	struct sky_task *tctx;
 	u32 n;
 
+	bpf_rcu_read_lock();
 	bpf_iter_scx_dsq_new(&it, dsq, 0);
 	bpf_for(n, 0, SKY_WALK_MAX) {
 		if (n >= sky_cfg.walk_depth)
@@ -186,6 +192,7 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 		}
 	}
 	bpf_iter_scx_dsq_destroy(&it);
+	bpf_rcu_read_unlock();
 	return next;
 }
 
@@ -202,6 +209,7 @@ __noinline int sky_rescue_rekick(u64 now)
 	struct sky_task *tctx;
 	u32 n;
 
+	bpf_rcu_read_lock();
 	bpf_iter_scx_dsq_new(&it, SKY_DSQ_RESCUE, 0);
 	bpf_for(n, 0, SKY_SCAN_MAX) {
 		p = bpf_iter_scx_dsq_next(&it);
@@ -212,6 +220,7 @@ __noinline int sky_rescue_rekick(u64 now)
 			sky_kick_for_rescue(p);
 	}
 	bpf_iter_scx_dsq_destroy(&it);
+	bpf_rcu_read_unlock();
 	return 0;
 }
 
@@ -222,6 +231,7 @@ __noinline int sky_drain_offline(s32 owner)
 	struct task_struct *p;
 	u32 n;
 
+	bpf_rcu_read_lock();
 	bpf_iter_scx_dsq_new(&it, sky_cpu_dsq(owner), 0);
 	bpf_for(n, 0, SKY_SCAN_MAX) {
 		p = bpf_iter_scx_dsq_next(&it);
@@ -231,6 +241,7 @@ __noinline int sky_drain_offline(s32 owner)
 		scx_bpf_dsq_move_vtime(&it, p, sky_llc_dsq(sky_llc_of(owner)), 0);
 	}
 	bpf_iter_scx_dsq_destroy(&it);
+	bpf_rcu_read_unlock();
 	return 0;
 }
 

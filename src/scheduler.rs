@@ -34,12 +34,15 @@ impl<'a> Scheduler<'a> {
         // of going unnoticed.
         let mut builder = BpfSkelBuilder::default();
         builder.obj_builder.debug(opts.verbose);
-        let mut skel = scx_ops_open!(
-            builder,
-            open_object,
-            sky_ops,
-            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
-        )?;
+        let kconfig = kconfig_fallback();
+        let open_opts = kconfig
+            .as_ref()
+            .map(|k| libbpf_rs::libbpf_sys::bpf_object_open_opts {
+                sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_object_open_opts>() as _,
+                kconfig: k.as_ptr(),
+                ..Default::default()
+            });
+        let mut skel = scx_ops_open!(builder, open_object, sky_ops, open_opts)?;
         skel.struct_ops.sky_ops_mut().exit_dump_len = opts.exit_dump_len;
 
         // Where the caches are and how much they hold.
@@ -227,6 +230,22 @@ fn check_kernel_supports_sched_ext() -> Result<()> {
         bail!("scx_sky must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
     }
     Ok(())
+}
+
+/// libbpf fills the kernel config values BPF reads (`CONFIG_PREEMPT_RCU`,
+/// for telling a task with migration disabled from the BPF prologue's own
+/// migrate_disable()) from /boot/config-<release> or /proc/config.gz, and
+/// refuses to load when neither exists. Some kernels ship without either;
+/// then assume PREEMPT_RCU (Debian's and most distributions' setting). If
+/// that is wrong, a migration-disabled task may be seen as movable, which
+/// kernels from 6.15 on guard against themselves.
+fn kconfig_fallback() -> Option<std::ffi::CString> {
+    let boot = format!("/boot/config-{}", kernel_release());
+    if std::path::Path::new(&boot).exists() || std::path::Path::new("/proc/config.gz").exists() {
+        return None;
+    }
+    warn!("no kernel config ({boot} or /proc/config.gz): assuming CONFIG_PREEMPT_RCU=y");
+    std::ffi::CString::new("CONFIG_PREEMPT_RCU=y\n").ok()
 }
 
 fn kernel_release() -> String {
