@@ -1,5 +1,5 @@
 # The kernel-matrix smoke test, one boot per kernel: load and unload scx_sky
-# around a little work (as load.sh), then SKY-1's workload under sky1 (as
+# around a little work (as lifecycle.sh begins), then SKY-1's workload under sky1 (as
 # sky1.sh). Each part starts with a `smoke: NAME` line; `cargo xtask matrix`
 # judges the `check` and `stats total:` lines of each part.
 . ./lib.sh
