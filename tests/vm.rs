@@ -54,9 +54,10 @@ const WAIT_BOUND_MS: f64 = 55.0;
 /// one CPU than it can run, SCHED_IDLE and nice 19 tasks among hogs, CPUs
 /// going on- and offline). The 50 ms bound does not hold there yet: with
 /// TCG's 4 ms ticks a CPU with 8 runnable tasks needs 28 ms per round, and
-/// runs on 2026-11-22 saw 300-370 ms (EEVDF, same load: 2.1 s for a
-/// SCHED_IDLE thread). What this catches is a stall well short of the
-/// 3 s watchdog: a task left behind for a second.
+/// six runs on 2026-11-22 saw 300-474 ms (EEVDF, same load without
+/// hotplug: 2.1 s for a SCHED_IDLE thread, 84 ms for the pinned ones).
+/// What this catches is a stall well short of the 3 s watchdog: a task
+/// left behind for a second.
 const HOSTILE_WAIT_BOUND_MS: f64 = 1000.0;
 
 fn stat(stats: &Fields, key: &str) -> f64 {
