@@ -218,16 +218,21 @@ fn write_config(cfg: &mut crate::bpf::skel::types::sky_config, k: &Knobs, genera
 /// A kernel without sched_ext has no /sys/kernel/sched_ext: say so in
 /// words a newcomer can act on, before libbpf fails with something cryptic.
 fn check_kernel_supports_sched_ext() -> Result<()> {
-    if !std::path::Path::new("/sys/kernel/sched_ext").exists() {
+    check_sched_ext_at(std::path::Path::new("/sys/kernel/sched_ext"))?;
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("scx_sky must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
+    }
+    Ok(())
+}
+
+fn check_sched_ext_at(sysfs_dir: &std::path::Path) -> Result<()> {
+    if !sysfs_dir.exists() {
         bail!(
             "this kernel ({}) has no sched_ext: /sys/kernel/sched_ext is missing. \
              scx_sky needs Linux >= 6.12 built with CONFIG_SCHED_CLASS_EXT=y; \
              `cargo xtask run` boots such a kernel in a VM and runs the demo there",
             kernel_release()
         );
-    }
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("scx_sky must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
     }
     Ok(())
 }
@@ -279,4 +284,21 @@ pub fn shutdown_flag() -> Result<Arc<AtomicBool>> {
     ctrlc::set_handler(move || handler_flag.store(true, Ordering::Relaxed))
         .context("installing the SIGINT/SIGTERM handler")?;
     Ok(flag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_without_sched_ext_is_named_plainly() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = check_sched_ext_at(&dir.path().join("sched_ext"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no sched_ext"), "{e}");
+        assert!(e.contains("CONFIG_SCHED_CLASS_EXT=y"), "{e}");
+        assert!(e.contains("cargo xtask run"), "{e}");
+        assert!(check_sched_ext_at(dir.path()).is_ok());
+    }
 }
