@@ -40,10 +40,12 @@ stop_sky() {
 
 # Kernel messages that mean a scheduler failed: a sched_ext disable for any
 # reason but a clean unregister, watchdog stalls, BUGs, oopses, warnings.
+# "stall" must start a word: "Installing" (9p, built into custom kernels)
+# is no stall.
 dmesg_errors() {
-	dmesg | grep -E 'sched_ext|BUG:|Oops|WARNING:|stall' |
+	dmesg | grep -E 'sched_ext|BUG:|Oops|WARNING:|(^|[^a-z])stall' |
 		grep -vE 'enabled$|unregistered from user space|sched_ext: "' |
-		grep -E 'disabled|error|BUG:|Oops|WARNING:|stall'
+		grep -E 'disabled|error|BUG:|Oops|WARNING:|(^|[^a-z])stall'
 }
 
 report_dmesg() {
