@@ -119,7 +119,10 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
 /*
  * Rescues every task of @dsq (the first SKY_SCAN_MAX) that has waited
  * starve_ns minus a period. Returns the nanoseconds until the next one
- * would need it. Global: verified once. The count lives in a bpf_for loop,
+ * would need it. Run over the rescue queue itself, it kicks a CPU again
+ * for each task still there at starve_ns (the CPU first kicked may have
+ * gone offline or been taken by a higher scheduling class). Global:
+ * verified once. The count lives in a bpf_for loop,
  * whose index the verifier does not track value by value; a counter
  * compared inside a bpf_for_each loop would make it walk every count.
  *
@@ -147,6 +150,11 @@ __noinline u64 sky_rescue_scan(u64 dsq, u64 now)
 		if (queued < rescue_after) {
 			if (rescue_after - queued < next)
 				next = rescue_after - queued;
+			continue;
+		}
+		if (dsq == SKY_DSQ_RESCUE) {
+			if (queued >= sky_cfg.starve_ns)
+				sky_kick_for_rescue(p);
 			continue;
 		}
 		if (scx_bpf_dsq_move(&it, p, SKY_DSQ_RESCUE, 0)) {
@@ -194,34 +202,6 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 	bpf_iter_scx_dsq_destroy(&it);
 	bpf_rcu_read_unlock();
 	return next;
-}
-
-/*
- * Kicks a CPU again for each rescued task still waiting a period after its
- * rescue (the CPU first kicked may have gone offline or been taken by a
- * higher scheduling class).
- */
-__noinline int sky_rescue_rekick(u64 now)
-{
-	u64 overdue = sky_cfg.starve_ns;
-	struct bpf_iter_scx_dsq it;
-	struct task_struct *p;
-	struct sky_task *tctx;
-	u32 n;
-
-	bpf_rcu_read_lock();
-	bpf_iter_scx_dsq_new(&it, SKY_DSQ_RESCUE, 0);
-	bpf_for(n, 0, SKY_SCAN_MAX) {
-		p = bpf_iter_scx_dsq_next(&it);
-		if (!p)
-			break;
-		tctx = sky_task_of(p);
-		if (tctx && sky_queued_for(tctx, now) >= overdue)
-			sky_kick_for_rescue(p);
-	}
-	bpf_iter_scx_dsq_destroy(&it);
-	bpf_rcu_read_unlock();
-	return 0;
 }
 
 /* Moves every task waiting for offline CPU @owner to its domain's queue. */
@@ -286,7 +266,7 @@ static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 			next = left;
 	}
 	if (scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0) {
-		sky_rescue_rekick(now);
+		sky_rescue_scan(SKY_DSQ_RESCUE, now);
 		queued = true;
 	}
 	if (queued)

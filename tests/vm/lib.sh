@@ -50,11 +50,13 @@ stop_sky() {
 
 # Kernel messages that mean a scheduler failed: a sched_ext disable for any
 # reason but a clean unregister (or one the scenario expects, given as an
-# extended regex in $1), watchdog stalls, BUGs, oopses, warnings.
+# extended regex in $1), watchdog stalls, BUGs, oopses, warnings. "stall"
+# must start a word: "Installing" (9p, built into custom kernels) is no
+# stall.
 dmesg_errors() {
-	dmesg | grep -E 'sched_ext|BUG:|Oops|WARNING:|stall' |
+	dmesg | grep -E 'sched_ext|BUG:|Oops|WARNING:|(^|[^a-z])stall' |
 		grep -vE "enabled\$|unregistered from user space|sched_ext: \"${1:+|$1}" |
-		grep -E 'disabled|error|BUG:|Oops|WARNING:|stall'
+		grep -E 'disabled|error|BUG:|Oops|WARNING:|(^|[^a-z])stall'
 }
 
 # report_dmesg [EXPECTED]: the sched_ext log and the count of failures.

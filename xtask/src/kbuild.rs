@@ -146,7 +146,7 @@ pub fn build(series: &str, jobs: u32) -> Result<Kernel> {
     fs::copy(src.join("arch/x86/boot/bzImage"), &tmp)?;
     fs::rename(&tmp, kdir.join("vmlinuz"))?;
     eprintln!(
-        "xtask: cached {name}; boot it with --kernel-version {name}; the sources stay in {} (remove to free ~2 GB)",
+        "xtask: cached {name}; boot it with --kernel-version {name}; the sources stay in {} (remove to free about 4 GB)",
         work.display()
     );
     kernel::ensure(&kernel::KernelChoice::Version(name))

@@ -416,7 +416,7 @@ pub fn list(probe: bool) -> Result<()> {
             Source::Split => "linux-binary + base",
             Source::BinaryOnly => "linux-binary only",
             Source::Image => "linux-image",
-            Source::Custom => "cargo xtask kernel-build",
+            Source::Custom => "kernel-build",
             Source::Cached => "cache only",
         };
         let known = match status(&a.version)? {
