@@ -43,12 +43,14 @@ fn check<'a>(c: &'a Fields, key: &str) -> &'a str {
 }
 
 /// The wait bound scx_sky promises: every queued task runs within the
-/// policy's starve_ms (50) plus one slice (5). Asserted with the kernel's
-/// own counters (schedstat run-queue wait, watched every 200 us by each
-/// task), in scenarios without hotplug or overload. 5 runs of sky1 and
-/// fairness on 2026-11-22 all stayed under it; the two whose figures were
-/// kept saw at most 41.6 ms.
-const WAIT_BOUND_MS: f64 = 55.0;
+/// policy's starve_ms (50) plus one slice (5), plus one 4 ms tick for a
+/// preempted CPU to notice. Asserted with the kernel's own counters
+/// (schedstat run-queue wait, watched every 200 us by each task), in
+/// scenarios without hotplug or overload. Runs on 2026-11-22 on a quiet
+/// host: sky1 25-44 ms over five runs, fairness at most 33 ms; one run
+/// while the host was unpacking kernel packages saw 169 ms (the VM's one
+/// host thread descheduled freezes guest time), so keep the host quiet.
+const WAIT_BOUND_MS: f64 = 60.0;
 
 /// The longest wait tolerated under the hostile load (more tasks pinned to
 /// one CPU than it can run, SCHED_IDLE and nice 19 tasks among hogs, CPUs
