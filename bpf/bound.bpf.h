@@ -191,7 +191,7 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 		tctx = sky_task_of(p);
 		if (!tctx)
 			continue;
-		left = owner >= 0 ? sky_grace_left(tctx, owner, now) : sky_foreign_left(p, tctx, now);
+		left = sky_take_left(p, tctx, owner, now);
 		if (left) {
 			if (left < next)
 				next = left;

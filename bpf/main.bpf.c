@@ -66,7 +66,7 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 {
-	if (!sky1_prev_goes_first(cpu, prev, scx_bpf_now()) && sky1_dispatch(cpu))
+	if (sky1_dispatch(cpu, prev))
 		return;
 	/* Nothing else should run here: let the previous task keep the CPU. */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))

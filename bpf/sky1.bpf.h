@@ -154,20 +154,6 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 		sky_bound_arm(now, sky_cfg.affinity_grace_ns);
 }
 
-/* Runs the earlier (by vtime) of the heads of @a and @b on this CPU. */
-static __always_inline bool sky1_take_earlier(u64 a, u64 b)
-{
-	struct task_struct *pa = sky_peek(a), *pb = sky_peek(b);
-
-	if (pa && pb && (s64)(pb->scx.dsq_vtime - pa->scx.dsq_vtime) < 0) {
-		u64 t = a;
-
-		a = b;
-		b = t;
-	}
-	return scx_bpf_dsq_move_to_local(a, 0) || scx_bpf_dsq_move_to_local(b, 0);
-}
-
 /*
  * Takes one of the first walk_depth tasks of @dsq that @cpu may run and
  * that another CPU may take now: for a CPU queue (@owner >= 0) its grace
@@ -193,10 +179,7 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
 		tctx = sky_task_of(p);
-		left = 0;
-		if (tctx)
-			left = owner >= 0 ? sky_grace_left(tctx, owner, now) :
-					    sky_foreign_left(p, tctx, now);
+		left = tctx ? sky_take_left(p, tctx, owner, now) : 0;
 		if (left) {
 			if (left < next)
 				next = left;
@@ -254,40 +237,51 @@ static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
 	return false;
 }
 
-/*
- * Should @prev, whose slice ran out but which is still runnable, keep @cpu?
- * The kernel asks dispatch before it queues @prev again, so without this a
- * waiting task would always win and vtime (nice) would mean nothing
- * between the tasks of one CPU. @prev keeps the CPU if no rescued task
- * waits and it is not behind (in vtime) the heads of the queues @cpu
- * serves.
- */
-static __always_inline bool sky1_prev_goes_first(s32 cpu, struct task_struct *prev, u64 now)
+/* Is @p queued behind @vtime? A missing head is behind everything. */
+static __always_inline bool sky1_behind(const struct task_struct *p, u64 vtime)
 {
-	struct task_struct *own, *shared;
-	u64 vtime;
-
-	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) ||
-	    scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0)
-		return false;
-	vtime = sky_vtime_live(prev, sky_task_of(prev), now);
-	own = sky_peek(sky_cpu_dsq(cpu));
-	if (own && (s64)(own->scx.dsq_vtime - vtime) < 0)
-		return false;
-	shared = sky_peek(sky_llc_dsq(sky_llc_of(cpu)));
-	return !shared || (s64)(shared->scx.dsq_vtime - vtime) >= 0;
+	return !p || (s64)(p->scx.dsq_vtime - vtime) >= 0;
 }
 
-/* Finds @cpu its next task; false if it may idle (or keep its task). */
-static __always_inline bool sky1_dispatch(s32 cpu)
+/*
+ * Finds @cpu its next task: the rescue queue, else the earlier (by vtime)
+ * of the heads of its own queue and its domain's, else a steal. Returns
+ * false if @cpu may idle or keep @prev.
+ *
+ * @prev, if its slice ran out but it is still runnable, keeps the CPU when
+ * no rescued task waits and it is not behind those heads: the kernel asks
+ * dispatch before it queues @prev again, so otherwise a waiting task would
+ * always win and vtime (nice) would mean nothing between a CPU's tasks.
+ */
+static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 {
 	u32 llc = sky_llc_of(cpu);
-	u64 now = scx_bpf_now();
+	u64 now = scx_bpf_now(), own, shared, first, second;
+	struct task_struct *own_head, *shared_head;
+	bool rescuing = scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0;
 
+	if (rescuing && scx_bpf_dsq_move_to_local(SKY_DSQ_RESCUE, 0))
+		return true;
 	if (llc >= nr_llcs)
 		llc = 0;
-	return scx_bpf_dsq_move_to_local(SKY_DSQ_RESCUE, 0) ||
-	       sky1_take_earlier(sky_cpu_dsq(cpu), sky_llc_dsq(llc)) ||
+	own = sky_cpu_dsq(cpu);
+	shared = sky_llc_dsq(llc);
+	own_head = sky_peek(own);
+	shared_head = sky_peek(shared);
+	if (!rescuing && prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		u64 vtime = sky_vtime_live(prev, sky_task_of(prev), now);
+
+		if (sky1_behind(own_head, vtime) && sky1_behind(shared_head, vtime))
+			return false;
+	}
+	first = own;
+	second = shared;
+	if (own_head && shared_head &&
+	    (s64)(shared_head->scx.dsq_vtime - own_head->scx.dsq_vtime) < 0) {
+		first = shared;
+		second = own;
+	}
+	return scx_bpf_dsq_move_to_local(first, 0) || scx_bpf_dsq_move_to_local(second, 0) ||
 	       sky1_steal(cpu, llc, now);
 }
 

@@ -57,28 +57,34 @@ static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_
 		tctx->started_at_ns = now;
 }
 
-/* Charges @p for the time it ran since it started, scaled by its weight. */
-static __always_inline u64 sky_vtime_charge(struct task_struct *p, struct sky_task *tctx,
-					    u64 now)
+/* How long @p has run since it started; 0 if it is not running. */
+static __always_inline u64 sky_ran_ns(const struct sky_task *tctx, u64 now)
 {
-	u64 ran;
-
-	if (!tctx || !tctx->started_at_ns || now <= tctx->started_at_ns)
-		return 0;
-	ran = now - tctx->started_at_ns;
-	tctx->started_at_ns = 0;
-	scx_bpf_task_set_dsq_vtime(p, p->scx.dsq_vtime + ran * 100 / (p->scx.weight ?: 1));
-	return ran;
+	return tctx && tctx->started_at_ns && now > tctx->started_at_ns ?
+		       now - tctx->started_at_ns : 0;
 }
 
 /* @p's vtime as if it were charged for its run up to @now. */
 static __always_inline u64 sky_vtime_live(const struct task_struct *p,
 					  const struct sky_task *tctx, u64 now)
 {
-	u64 ran = tctx && tctx->started_at_ns && now > tctx->started_at_ns ?
-			  now - tctx->started_at_ns : 0;
+	return p->scx.dsq_vtime + sky_ran_ns(tctx, now) * 100 / (p->scx.weight ?: 1);
+}
 
-	return p->scx.dsq_vtime + ran * 100 / (p->scx.weight ?: 1);
+/*
+ * Charges @p for the time it ran since it started, scaled by its weight;
+ * returns that time.
+ */
+static __always_inline u64 sky_vtime_charge(struct task_struct *p, struct sky_task *tctx,
+					    u64 now)
+{
+	u64 ran = sky_ran_ns(tctx, now);
+
+	if (!tctx || !ran)
+		return 0;
+	scx_bpf_task_set_dsq_vtime(p, sky_vtime_live(p, tctx, now));
+	tctx->started_at_ns = 0;
+	return ran;
 }
 
 static __always_inline void sky_vtime_enable(struct task_struct *p)
