@@ -17,10 +17,6 @@
 # watchdog_ms= (the stall timeout scx_sky reports having set).
 . ./lib.sh
 
-# A task left runnable this long ejects scx_sky: 3 s instead of the default
-# 30 s turns a stall into one failed run rather than a skewed figure.
-export SCX_TIMEOUT_MS=3000
-
 secs=${BENCH_SECONDS:-5}
 burst=${BENCH_BURST_US:-2000}
 variants=${BENCH_VARIANTS:-0}
@@ -44,25 +40,6 @@ workload() {
 	local per_cpu=${rest#*:}
 	sky-work cache-loop --procs $((per_cpu * cpus)) --array-kb "$array_kb" \
 		--burst-us "$burst" --sleep-us "$sleep_us" --seconds "$secs"
-}
-
-# start_variant ARGS...: starts scx_sky and waits until sched_ext is
-# enabled, giving up at once if scx_sky exits (e.g. an unknown option).
-start_variant() {
-	scx_sky "$@" >/tmp/sky.log 2>&1 &
-	SKY_PID=$!
-	local tries=0
-	while [ "$(state)" != enabled ]; do
-		if ! kill -0 "$SKY_PID" 2>/dev/null || [ "$tries" -gt 300 ]; then
-			kill -INT "$SKY_PID" 2>/dev/null
-			wait "$SKY_PID"
-			cat /tmp/sky.log
-			wait_state disabled
-			return 1
-		fi
-		tries=$((tries + 1))
-		sleep 0.1
-	done
 }
 
 run_eevdf() {
@@ -90,7 +67,7 @@ run_sky() {
 	before=$(dmesg_errors | wc -l)
 	# The variant is word-split into arguments on purpose.
 	# shellcheck disable=SC2086
-	if ! start_variant $args --stats-interval 0; then
+	if ! start_sky $args --stats-interval 0; then
 		eval "broken_$i=1"
 		echo "result cell=$cell sched=variant$i failed=start"
 		return

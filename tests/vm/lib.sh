@@ -28,14 +28,36 @@ wait_state() {
 # runnable task waiting this long (scx_utils reads it at load).
 export SCX_TIMEOUT_MS=${SCX_TIMEOUT_MS:-3000}
 
-# start_sky ARGS...: start scx_sky in the background, wait until enabled.
+# start_sky ARGS...: start scx_sky in the background and wait until
+# sched_ext is enabled or scx_sky exits, at most $SKY_START_WAIT_S seconds
+# (30; verifying the BPF can take a minute under TCG on some kernels). On
+# failure it shows the log, says how the start ended, and leaves sched_ext
+# disabled so another scheduler can be tried.
 start_sky() {
 	scx_sky "$@" >/tmp/sky.log 2>&1 &
 	SKY_PID=$!
-	if ! wait_state enabled "$SKY_PID"; then
-		cat /tmp/sky.log
-		return 1
-	fi
+	tenths=0
+	while [ "$(state)" != enabled ]; do
+		if ! kill -0 "$SKY_PID" 2>/dev/null; then
+			wait "$SKY_PID"
+			rc=$?
+			cat /tmp/sky.log
+			echo "check sky_start_exit=$rc"
+			wait_state disabled
+			return 1
+		fi
+		if [ "$tenths" -ge "$((${SKY_START_WAIT_S:-30} * 10))" ]; then
+			cat /tmp/sky.log
+			echo "check sky_start_timeout=${SKY_START_WAIT_S:-30}s state=$(state)"
+			kill -INT "$SKY_PID"
+			wait "$SKY_PID"
+			wait_state disabled
+			return 1
+		fi
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+	echo "check load_seconds=$((tenths / 10))"
 }
 
 # stop_sky: SIGINT, wait for a clean exit, show its log.

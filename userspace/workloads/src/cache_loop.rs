@@ -15,9 +15,6 @@ use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
-/// How often a burst looks at its run-queue wait counter.
-const WAIT_LOOK_EVERY: Duration = Duration::from_micros(200);
-
 #[derive(Debug, Clone, Copy)]
 pub struct CacheLoop {
     pub procs: usize,
@@ -107,16 +104,12 @@ impl CacheLoop {
         // Per cycle: the whole wait (what the benchmark's percentiles
         // are of); the longest single wait is watched as the burst goes.
         let mut watch = WaitWatch::for_current_thread()?;
-        let mut next_look = Instant::now();
         while Instant::now() < end {
             let burst_end = Instant::now() + self.burst;
             while Instant::now() < burst_end {
                 touch(&mut array, passes);
                 passes += 1;
-                if Instant::now() >= next_look {
-                    watch.check()?;
-                    next_look = Instant::now() + WAIT_LOOK_EVERY;
-                }
+                watch.tick()?;
             }
             std::thread::sleep(self.sleep);
             let now = watch.check()?;

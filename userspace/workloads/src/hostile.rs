@@ -85,9 +85,6 @@ impl KindReport {
     }
 }
 
-/// How often each thread looks at its wait counter and its stop flag.
-const LOOK_EVERY: Duration = Duration::from_micros(200);
-
 impl Hostile {
     pub fn validate(&self) -> Result<()> {
         if self.per_kind == 0 || self.per_kind > 64 || self.pinned > 256 {
@@ -168,13 +165,9 @@ pub fn online_cpus() -> usize {
 /// Spins for `d`, looking at the wait counter as it goes.
 fn spin(watch: &mut WaitWatch, d: Duration) -> Result<()> {
     let end = Instant::now() + d;
-    let mut next_look = Instant::now();
     while Instant::now() < end {
         std::hint::spin_loop();
-        if Instant::now() >= next_look {
-            watch.check()?;
-            next_look = Instant::now() + LOOK_EVERY;
-        }
+        watch.tick()?;
     }
     Ok(())
 }
