@@ -30,6 +30,7 @@
 #include "stats.bpf.h"
 #include "topology.bpf.h"
 #include "grace.bpf.h"
+#include "load.bpf.h"
 
 struct sky_bound_timer {
 	struct bpf_timer timer;
@@ -249,6 +250,7 @@ static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 	bool queued = false;
 
 	sky_bound_due = 0;
+	sky_load_sample(now);
 	bpf_for(cpu, 0, nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) <= 0)
 			continue;

@@ -7,10 +7,13 @@
  * migrates a task whose own CPU would have been free a moment later, and
  * each move unbalances another CPU, so moves chain. scx_sky instead leaves
  * it for its own CPU for affinity_grace_ns. After that it is fair game if
- * it waits behind another task of the same CPU (that CPU is overloaded:
- * moving it balances for good), or once it has waited the "patience" of
- * two slices (its CPU is busy with something long). A task waiting for an
- * offline CPU, or starving, may always be taken.
+ * its CPU is overloaded (load.bpf.h: then moving it balances for good),
+ * or its CPU has run one task for the patience (PATIENCE_SLICES slices,
+ * policy) without switching: it is busy with something long, e.g. a task
+ * of a higher scheduling class. A CPU that keeps cycling through its
+ * queue is not stuck: a task waiting there gets its turn, and however
+ * long the turn takes on a busy machine, the starvation rescue bounds it.
+ * A task waiting for an offline CPU, or starving, may always be taken.
  *
  * This holds for tasks whose footprint went cold too: taking one costs no
  * cache, but moving it when its CPU is not overloaded only trades places
@@ -26,11 +29,7 @@
 #include "sky.bpf.h"
 #include "topology.bpf.h"
 #include "decay.bpf.h"
-
-static __always_inline u64 sky_patience_ns(void)
-{
-	return 2 * sky_cfg.slice_ns;
-}
+#include "load.bpf.h"
 
 /*
  * May a CPU other than @owner take @tctx's task, which waits in @owner's
@@ -39,15 +38,15 @@ static __always_inline u64 sky_patience_ns(void)
 static __always_inline u64 sky_grace_left(const struct sky_task *tctx, s32 owner, u64 now)
 {
 	u64 queued = sky_queued_for(tctx, now);
-	u64 grace = sky_cfg.affinity_grace_ns, patience = sky_patience_ns();
+	u64 grace = sky_cfg.affinity_grace_ns, patience = sky_cfg.patience_ns;
 
 	if (!grace || !sky_cpu_is_online(owner) || queued >= sky_cfg.starve_ns)
 		return 0;
 	if (queued < grace)
 		return grace - queued;
-	if (queued >= patience || scx_bpf_dsq_nr_queued(sky_cpu_dsq(owner)) >= 2)
+	if (sky_overloaded(owner) || (queued >= patience && !sky_llc_busy(sky_llc_of(owner))))
 		return 0;
-	return patience - queued;
+	return queued < patience ? patience - queued : sky_cfg.starve_ns - queued;
 }
 
 /*

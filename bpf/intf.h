@@ -101,6 +101,11 @@ struct sky_config {
 	 * task at once.
 	 */
 	u64 affinity_grace_ns;
+	/*
+	 * After this long any idle CPU may take a task waiting for a busy CPU,
+	 * whatever the loads say (its CPU is busy with something long).
+	 */
+	u64 patience_ns;
 	/* Every queued task runs within this (plus scheduling latency). */
 	u64 starve_ns;
 	/* Generation, bumped on each policy change (shown in stats). */

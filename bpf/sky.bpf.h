@@ -9,6 +9,7 @@
  *   stats.bpf.h     per-CPU counters
  *   vtime.bpf.h     weighted virtual time and slices
  *   decay.bpf.h     when a task's cache footprint is cold (sleep / pressure)
+ *   load.bpf.h      per-CPU load averages: does a move balance anything?
  *   grace.bpf.h     when an idle CPU may take a task warm on another CPU
  *   sky1.bpf.h      SKY-1 placement: which queue a task waits in, dispatch
  *   bound.bpf.h     the wait bound: grace alarms and starvation rescue

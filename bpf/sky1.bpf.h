@@ -30,6 +30,7 @@
 #include "topology.bpf.h"
 #include "vtime.bpf.h"
 #include "decay.bpf.h"
+#include "load.bpf.h"
 #include "grace.bpf.h"
 #include "bound.bpf.h"
 
@@ -76,7 +77,7 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 		return prev_cpu;
 	}
 	decay = sky_decay_of(p, tctx, scx_bpf_now());
-	if (decay == SKY_WARM)
+	if (decay == SKY_WARM || !sky_may_claim_idle(prev_cpu))
 		return prev_cpu;
 	tctx->cold = 1;
 	cpu = sky_claim_idle_for(p, sky_llc_of(prev_cpu), decay == SKY_LLC_COLD);
@@ -119,8 +120,11 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 	if (tctx)
 		tctx->cold = decay != SKY_WARM;
 
-	/* Cold (or no affinity): the first idle CPU that may take it. */
-	if (decay != SKY_WARM) {
+	/*
+	 * Cold (or no affinity): the first idle CPU that may take it, unless
+	 * its CPU's load says the move would not balance anything.
+	 */
+	if (decay != SKY_WARM && (owner < 0 || sky_may_claim_idle(owner))) {
 		idle = sky_claim_idle_for(p, llc, decay == SKY_LLC_COLD || !sky_cfg.affinity);
 		if (idle >= 0) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, slice, enq_flags);

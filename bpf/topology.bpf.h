@@ -35,10 +35,18 @@ struct {
 	__type(value, struct sky_llc_mask);
 } sky_llc_masks SEC(".maps");
 
-/* Masks keep the verifier sure of array bounds (the sizes are powers of 2). */
+/*
+ * Masks keep the verifier sure of array bounds (the sizes are powers of 2).
+ * The barrier keeps clang from dropping the mask where an earlier range
+ * check makes it redundant in C: the verifier may not see that check on
+ * the register the address is computed from.
+ */
 static __always_inline u32 sky_cpu_idx(s32 cpu)
 {
-	return (u32)cpu & (SKY_MAX_CPUS - 1);
+	u32 i = cpu;
+
+	barrier_var(i);
+	return i & (SKY_MAX_CPUS - 1);
 }
 
 static __always_inline u32 sky_llc_of(s32 cpu)

@@ -210,6 +210,7 @@ fn write_config(cfg: &mut crate::bpf::skel::types::sky_config, k: &Knobs, genera
     cfg.slice_ns = k.slice_ns;
     cfg.slice_min_ns = k.slice_min_ns;
     cfg.affinity_grace_ns = k.affinity_grace_ns;
+    cfg.patience_ns = k.patience_ns;
     cfg.sleeper_credit_ns = k.sleeper_credit_ns;
     cfg.starve_ns = k.starve_ns;
     cfg.generation = generation;

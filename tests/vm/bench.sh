@@ -80,6 +80,8 @@ run_sky() {
 	wait "$SKY_PID"
 	rc=$?
 	[ "$rc" = 0 ] || cat /tmp/sky.log
+	# scx_sky's own view of the run, for reading beside the kernel's.
+	sed -n "s/.*stats total: /sky-stats cell=$cell sched=variant$i /p" /tmp/sky.log
 	wait_state disabled
 	errors=$(($(dmesg_errors | wc -l) - before))
 	[ "$errors" -gt 0 ] && dmesg_errors | tail -n "$errors"

@@ -128,8 +128,8 @@ fn policy_files_load_by_path() {
 #[test]
 fn settings_that_break_the_wait_bound_are_refused() {
     let p = Policy::load("sky1").unwrap();
-    // 2 x 5 ms slices + 1 ms grace = 11 ms of affinity: a 12 ms starve
-    // bound would rescue at 10.5 ms, before affinity lets go.
+    // 2 x 5 ms slices of patience + 1 ms grace = 11 ms of affinity: a
+    // 12 ms starve bound would rescue at 10.5 ms, before affinity lets go.
     let e = format!(
         "{:#}",
         p.resolve(

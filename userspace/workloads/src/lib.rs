@@ -2,6 +2,7 @@
 //! per-task counters used to judge a scheduler without trusting its own
 //! statistics.
 
+pub mod bpf_cost;
 pub mod cache_loop;
 pub mod child;
 pub mod hostile;

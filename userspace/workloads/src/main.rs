@@ -46,6 +46,16 @@ enum Command {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+    /// What the loaded sched_ext scheduler's BPF callbacks cost, from the
+    /// kernel's BPF statistics (turned on while it watches): per callback,
+    /// runs and average nanoseconds. Needs root. Run it beside a workload,
+    /// not during a run whose throughput is judged: the statistics slow
+    /// every callback a little.
+    BpfCost {
+        /// How long to watch, in seconds.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
     /// Keep N CPUs busy.
     Burn {
         #[arg(long, default_value_t = 1)]
@@ -134,6 +144,10 @@ fn run(cli: Cli) -> Result<()> {
                 duration: secs(seconds)?,
             };
             println!("{}", cfg.run()?.line());
+        }
+        Command::BpfCost { seconds } => {
+            let costs = sky_workloads::bpf_cost::watch(secs(seconds)?)?;
+            println!("{}", sky_workloads::bpf_cost::line(&costs, seconds));
         }
         Command::Burn { threads, seconds } => {
             let work = threads::burn(threads, secs(seconds)?)?;

@@ -26,8 +26,16 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// Only the wakeup storm (sky-work pingpong, one pair per guest CPU).
-    #[arg(long, conflicts_with = "quick")]
+    #[arg(long, conflicts_with_all = ["quick", "cell"])]
     pub storm: bool,
+    /// Only these cells, as SLEEP_US:ARRAY_KB:TASKS_PER_CPU (repeatable),
+    /// with the storm; e.g. `--cell 5000:4:3` to work on one cell.
+    #[arg(long, value_parser = plan::parse_cell, conflicts_with = "quick")]
+    pub cell: Vec<plan::Cell>,
+    /// Compare these scx_sky argument strings with EEVDF instead of the
+    /// standard variants (repeatable), e.g. `--variant "-p sky1 --grace-us 2000"`.
+    #[arg(long, allow_hyphen_values = true, value_parser = plan::parse_variant)]
+    pub variant: Vec<String>,
     /// Boot this kernel image instead of the downloaded one.
     #[arg(long, conflicts_with = "kernel_version")]
     pub kernel: Option<PathBuf>,
@@ -47,13 +55,20 @@ impl BenchArgs {
     pub fn plan(&self) -> Result<Plan> {
         let cells = if self.storm {
             Vec::new()
+        } else if !self.cell.is_empty() {
+            self.cell.clone()
         } else if self.quick {
             plan::quick_sweep()
         } else {
             plan::full_sweep()
         };
         let seconds = self.seconds.unwrap_or(if self.quick { 3 } else { 5 });
-        Plan::new(cells, plan::SKY_VARIANTS, seconds, true)
+        let variants: Vec<&str> = if self.variant.is_empty() {
+            plan::SKY_VARIANTS.to_vec()
+        } else {
+            self.variant.iter().map(String::as_str).collect()
+        };
+        Plan::new(cells, &variants, seconds, true)
     }
 }
 
@@ -145,6 +160,18 @@ mod tests {
             (storm.cells.len(), storm.seconds, storm.storm),
             (0, 7, true)
         );
+        let picked = parse(&["--cell", "5000:4:3", "--cell", "100:64:1"])
+            .unwrap()
+            .plan()
+            .unwrap();
+        assert_eq!(picked.cells.len(), 2);
+        assert_eq!(picked.cells[0].id(), "5000:4:3");
+        assert_eq!(picked.variants, plan::SKY_VARIANTS);
+        let tuned = parse(&["--quick", "--variant", "-p sky1 --starve-ms 80"])
+            .unwrap()
+            .plan()
+            .unwrap();
+        assert_eq!(tuned.variants, ["-p sky1 --starve-ms 80"]);
         let two = parse(&["--topology", "1x2x2,2x1x2"]).unwrap();
         assert_eq!(plan::topologies(&two.topology).unwrap().len(), 2);
     }
@@ -155,6 +182,8 @@ mod tests {
             (&["--seconds", "0"][..], "--seconds"),
             (&["--topology", "2x2"], "--topology"),
             (&["--quick", "--storm"], "--storm"),
+            (&["--cell", "1:2"], "--cell"),
+            (&["--variant", "-p 'x'"], "variant"),
         ] {
             let err = parse(args).expect_err("accepted").to_string();
             assert!(err.contains(name), "{args:?}: {err}");

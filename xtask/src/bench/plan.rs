@@ -98,6 +98,12 @@ pub fn check_variant(v: &str) -> Result<()> {
     Ok(())
 }
 
+/// A variant given on the command line, checked.
+pub fn parse_variant(v: &str) -> Result<String> {
+    check_variant(v)?;
+    Ok(v.to_string())
+}
+
 /// The topologies to boot: `given` in order, or the defaults.
 pub fn topologies(given: &[CpuTopology]) -> Result<Vec<CpuTopology>> {
     if given.is_empty() {
