@@ -8,12 +8,13 @@
  * each move unbalances another CPU, so moves chain. scx_sky instead leaves
  * it for its own CPU for affinity_grace_ns. After that it is fair game if
  * its CPU is overloaded (load.bpf.h: then moving it balances for good),
- * or its CPU has run one task for the patience (PATIENCE_SLICES slices,
- * policy) without switching: it is busy with something long, e.g. a task
- * of a higher scheduling class. A CPU that keeps cycling through its
- * queue is not stuck: a task waiting there gets its turn, and however
- * long the turn takes on a busy machine, the starvation rescue bounds it.
- * A task waiting for an offline CPU, or starving, may always be taken.
+ * or once it has waited the patience (patience_ns: PATIENCE_SLICES slices,
+ * set by the policy): its CPU is busy with something long, a hog whose
+ * slices keep being renewed, a task of a higher class, a CPU in the middle
+ * of going offline. (Leaving the patience to the starvation rescue alone
+ * in busy domains kept more runs on the last CPU but let waits under CPU
+ * hotplug reach 1-2.4 s: the patience stays.) A task waiting for an
+ * offline CPU, or starving, may always be taken.
  *
  * This holds for tasks whose footprint went cold too: taking one costs no
  * cache, but moving it when its CPU is not overloaded only trades places
@@ -44,9 +45,9 @@ static __always_inline u64 sky_grace_left(const struct sky_task *tctx, s32 owner
 		return 0;
 	if (queued < grace)
 		return grace - queued;
-	if (sky_overloaded(owner) || (queued >= patience && !sky_llc_busy(sky_llc_of(owner))))
+	if (queued >= patience || sky_overloaded(owner))
 		return 0;
-	return queued < patience ? patience - queued : sky_cfg.starve_ns - queued;
+	return patience - queued;
 }
 
 /*

@@ -22,8 +22,8 @@
  * - a cold task claims an idle CPU at wakeup only where the domain is not
  *   busy (under one task per CPU) or its own CPU is overloaded.
  *
- * The wait bound does not depend on this: patience and the starvation
- * rescue move a task whatever the loads say.
+ * The wait bound does not depend on this: the patience (grace.bpf.h) and
+ * the starvation rescue move a task whatever the loads say.
  */
 #ifndef __SKY_LOAD_BPF_H
 #define __SKY_LOAD_BPF_H

@@ -106,7 +106,7 @@ pub struct Knobs {
 /// wait for it before any idle CPU may take them whatever the loads say
 /// (it is busy with something long: a hog whose slices keep being
 /// renewed, a task of a higher scheduling class).
-pub const PATIENCE_SLICES: u64 = 2;
+pub const PATIENCE_SLICES: u64 = 4;
 
 const WALK_DEPTH: (u64, u64) = (1, 32);
 const SLICE_US: (u64, u64) = (100, 100_000);

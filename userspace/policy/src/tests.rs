@@ -128,13 +128,13 @@ fn policy_files_load_by_path() {
 #[test]
 fn settings_that_break_the_wait_bound_are_refused() {
     let p = Policy::load("sky1").unwrap();
-    // 2 x 5 ms slices of patience + 1 ms grace = 11 ms of affinity: a
-    // 12 ms starve bound would rescue at 10.5 ms, before affinity lets go.
+    // 4 x 5 ms slices of patience + 1 ms grace = 21 ms of affinity: a
+    // 24 ms starve bound would rescue at 21 ms, before affinity lets go.
     let e = format!(
         "{:#}",
         p.resolve(
             &Overrides {
-                starve_ms: Some(12),
+                starve_ms: Some(24),
                 ..Default::default()
             },
             &derived()
@@ -142,13 +142,13 @@ fn settings_that_break_the_wait_bound_are_refused() {
         .unwrap_err()
     );
     assert!(
-        e.contains("starve_ms = 12") && e.contains("must exceed 13 ms"),
+        e.contains("starve_ms = 24") && e.contains("must exceed 25 ms"),
         "{e}"
     );
     assert!(p
         .resolve(
             &Overrides {
-                starve_ms: Some(13),
+                starve_ms: Some(25),
                 ..Default::default()
             },
             &derived()
