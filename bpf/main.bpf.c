@@ -77,14 +77,21 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 {
 	struct sky_task *tctx = sky_task_of(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 now = scx_bpf_now();
+	u64 now = scx_bpf_now(), waited;
 
 	sky_vtime_started(p, tctx, now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
 	if (!tctx)
 		return;
 	sky_stat_inc(SKY_STAT_DISPATCHES);
-	sky_stat_add(SKY_STAT_WAIT_NS, sky_queued_for(tctx, now));
+	waited = sky_queued_for(tctx, now);
+	sky_stat_add(SKY_STAT_WAIT_NS, waited);
+	/*
+	 * The wait bound from scx_sky's side: a longer wait seen by the
+	 * kernel's counters but not here was spent outside its queues.
+	 */
+	if (waited > sky_cfg.starve_ns + sky_cfg.slice_ns)
+		sky_stat_inc(SKY_STAT_LATE_RUNS);
 	tctx->queued_at_ns = 0;
 	if (tctx->last_cpu == cpu) {
 		sky_stat_inc(SKY_STAT_LAST_CPU_HITS);

@@ -132,6 +132,11 @@ fn sky1_workload_stays_on_its_last_cpus_without_idling() {
         0.0,
         "a CPU went idle while a task it could run waited past the bound"
     );
+    assert_eq!(
+        stat(&stats, "late_runs"),
+        0.0,
+        "a task waited in scx_sky's queues past starve_ms plus a slice"
+    );
     // The kernel's own counters agree that tasks stayed put, and that no
     // wait came near the bound.
     let work = report::one_line(&out, "result workload=cache-loop").unwrap();
