@@ -49,7 +49,13 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now = scx_bpf_now();
 
-	if (tctx)
+	/*
+	 * The wait runs from the first enqueue to the next run: a task taken
+	 * off its queue and put back without running (its affinity, nice or
+	 * class changed) keeps its place in time, as the kernel's run-queue
+	 * wait does; else the starvation rescue would never see it waiting.
+	 */
+	if (tctx && !tctx->queued_at_ns)
 		tctx->queued_at_ns = now;
 	/*
 	 * Per-CPU kthreads can run nowhere else, and a task with migration
@@ -200,6 +206,11 @@ s32 BPF_STRUCT_OPS(sky_init_task, struct task_struct *p, struct scx_init_task_ar
 
 void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 {
+	struct sky_task *tctx = sky_task_of(p);
+
+	/* Back from another class: a wait begun before it left is over. */
+	if (tctx)
+		tctx->queued_at_ns = 0;
 	sky_vtime_enable(p);
 }
 
