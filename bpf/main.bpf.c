@@ -93,8 +93,8 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	waited = sky_queued_for(tctx, now);
 	sky_stat_add(SKY_STAT_WAIT_NS, waited);
 	/*
-	 * The wait bound from scx_sky's side: a longer wait seen by the
-	 * kernel's counters but not here was spent outside its queues.
+	 * The wait bound from scx_sky's side, over the interval the kernel's
+	 * run-queue wait measures too, so the two can be compared.
 	 */
 	if (waited > sky_cfg.starve_ns + sky_cfg.slice_ns)
 		sky_stat_inc(SKY_STAT_LATE_RUNS);

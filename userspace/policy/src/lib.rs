@@ -88,8 +88,8 @@ pub struct Knobs {
     pub slice_ns: u64,
     pub slice_min_ns: u64,
     pub affinity_grace_ns: u64,
-    /// How long a CPU may run one task while others wait for it before any
-    /// idle CPU may take them whatever the loads say: PATIENCE_SLICES slices.
+    /// How long a task waits for its busy CPU before any idle CPU may take
+    /// it whatever the loads say: PATIENCE_SLICES slices.
     pub patience_ns: u64,
     pub sleeper_credit_ns: u64,
     pub starve_ns: u64,
@@ -100,14 +100,14 @@ pub struct Knobs {
     pub fill_bytes_per_ms: u64,
 }
 
-/// Limits a knob must respect; outside them the scheduler would misbehave
-/// (a zero slice never runs anything, a huge one turns off preemption).
-/// How many slices a CPU may run one task without switching while others
-/// wait for it before any idle CPU may take them whatever the loads say
-/// (it is busy with something long: a hog whose slices keep being
-/// renewed, a task of a higher scheduling class).
+/// How many slices a task waits for its busy CPU before any idle CPU may
+/// take it whatever the loads say (its CPU is busy with something long: a
+/// hog whose slices keep being renewed, a task of a higher scheduling
+/// class, a CPU going offline).
 pub const PATIENCE_SLICES: u64 = 4;
 
+/// Limits a knob must respect; outside them the scheduler would misbehave
+/// (a zero slice never runs anything, a huge one turns off preemption).
 const WALK_DEPTH: (u64, u64) = (1, 32);
 const SLICE_US: (u64, u64) = (100, 100_000);
 const SLICE_MIN_US: (u64, u64) = (50, 100_000);
@@ -192,13 +192,19 @@ impl Policy {
         Ok(())
     }
 
+    /// How long affinity holds a waiting task at most once its grace is
+    /// over, whatever the loads say (`Knobs::patience_ns`).
+    fn patience_us(&self) -> u64 {
+        PATIENCE_SLICES * self.slice_us
+    }
+
     /// The starvation rescue (bpf/bound.bpf.h) takes a task that waited
     /// 7/8 of starve_ms. Affinity must have let go of it before then: an
-    /// idle CPU may take a warm task after its grace, and the task of a CPU
-    /// stuck on one task after the patience. If the rescue came first, it would be the normal
+    /// idle CPU may take a warm task after its grace, and any waiting task
+    /// after the patience. If the rescue came first, it would be the normal
     /// path, not a bound, and affinity would never be given up in time.
     fn check_wait_bound(&self) -> Result<()> {
-        let affinity_us = PATIENCE_SLICES * self.slice_us + self.affinity_grace_us;
+        let affinity_us = self.patience_us() + self.affinity_grace_us;
         let rescue_us = self.starve_ms * 1000 * 7 / 8;
         if rescue_us <= affinity_us {
             bail!(
@@ -252,7 +258,7 @@ impl Policy {
             slice_ns: p.slice_us * 1000,
             slice_min_ns: p.slice_min_us * 1000,
             affinity_grace_ns: p.affinity_grace_us * 1000,
-            patience_ns: PATIENCE_SLICES * p.slice_us * 1000,
+            patience_ns: p.patience_us() * 1000,
             sleeper_credit_ns: p.sleeper_credit_us * 1000,
             starve_ns: p.starve_ms * 1_000_000,
             decay_core_ns,

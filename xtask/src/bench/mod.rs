@@ -33,7 +33,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = plan::parse_cell, conflicts_with = "quick")]
     pub cell: Vec<plan::Cell>,
     /// Compare these scx_sky argument strings with EEVDF instead of the
-    /// standard variants (repeatable), e.g. `--variant "-p sky1 --grace-us 2000"`.
+    /// standard variants (repeatable), e.g. `--variant "-p sky1 --affinity-grace-us 2000"`.
     #[arg(long, allow_hyphen_values = true, value_parser = plan::parse_variant)]
     pub variant: Vec<String>,
     /// Boot this kernel image instead of the downloaded one.
