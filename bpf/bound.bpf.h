@@ -22,6 +22,10 @@
  *
  * Tasks left in the queue of a CPU that went offline are moved to their
  * domain's queue here too.
+ *
+ * A second timer, the watch, keeps the alarm alive where the kernel loses
+ * it (sky_watch_timerfn), and a CPU going offline leaves its kicks and
+ * alarms to the others (sky_bound_leave_to_others).
  */
 #ifndef __SKY_BOUND_BPF_H
 #define __SKY_BOUND_BPF_H
@@ -31,20 +35,28 @@
 #include "topology.bpf.h"
 #include "grace.bpf.h"
 #include "load.bpf.h"
+#include "vtime.bpf.h"
 
 struct sky_bound_timer {
 	struct bpf_timer timer;
 };
 
+enum sky_timer { SKY_TIMER_ALARM, SKY_TIMER_WATCH, SKY_NR_TIMERS };
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SKY_NR_TIMERS);
 	__type(key, u32);
 	__type(value, struct sky_bound_timer);
 } sky_bound_timer SEC(".maps");
 
-/* When the pending alarm fires (scx_bpf_now() time); 0 if none is pending. */
+/*
+ * When the pending alarm fires (scx_bpf_now() time); 0 if none is
+ * pending, 1 if it is overdue at once (see sky_bound_arm).
+ */
 static u64 sky_bound_due;
+/* When the queues were last scanned, by the alarm or the watch. */
+static u64 sky_bound_scanned_at;
 
 static __always_inline u64 sky_rescue_period_ns(void)
 {
@@ -57,17 +69,44 @@ static __always_inline u64 sky_rescue_after_ns(void)
 	return sky_cfg.starve_ns - sky_rescue_period_ns();
 }
 
-/* Makes sure the alarm fires within @delay_ns; an earlier one stands. */
+/*
+ * This CPU is leaving (topology.bpf.h) and may start no timer or kick: the
+ * alarm is made overdue at once, and the next CPU to look after it (any
+ * enqueue, or the watch) starts it.
+ */
+static __always_inline void sky_bound_leave_to_others(void)
+{
+	sky_bound_due = 1;
+	sky_stat_inc(SKY_STAT_LEFT_TO_OTHERS);
+}
+
+/*
+ * Makes sure the alarm fires within @delay_ns; an earlier one stands,
+ * unless it is a whole period overdue (late, as a 6 ms timer often is
+ * under TCG, or lost: see the watch below): then it is started again, to
+ * fire at once.
+ */
 static __always_inline void sky_bound_arm(u64 now, u64 delay_ns)
 {
 	struct sky_bound_timer *t;
 	u64 due = now + delay_ns, pending = sky_bound_due;
-	u32 zero = 0;
+	u32 alarm = SKY_TIMER_ALARM;
 
-	if (pending && pending <= due)
+	if (sky_cpu_here_leaving()) {
+		sky_bound_leave_to_others();
 		return;
+	}
+	if (pending && pending <= due) {
+		if (now < pending + sky_rescue_period_ns())
+			return;
+		/* A period overdue: lost or late; it fires now. */
+		if (pending != 1)
+			sky_stat_inc(SKY_STAT_ALARM_RESTARTS);
+		delay_ns = 0;
+		due = now;
+	}
 	sky_bound_due = due;
-	t = bpf_map_lookup_elem(&sky_bound_timer, &zero);
+	t = bpf_map_lookup_elem(&sky_bound_timer, &alarm);
 	if (!t || bpf_timer_start(&t->timer, delay_ns ?: 1, 0))
 		sky_bound_due = 0;
 }
@@ -75,8 +114,20 @@ static __always_inline void sky_bound_arm(u64 now, u64 delay_ns)
 /* The scan must run within a period whenever something is queued. */
 static __always_inline void sky_bound_keep_watch(u64 now)
 {
-	if (!sky_bound_due)
-		sky_bound_arm(now, sky_rescue_period_ns());
+	sky_bound_arm(now, sky_rescue_period_ns());
+}
+
+/*
+ * Kicks @cpu, unless this CPU is leaving (topology.bpf.h): then the alarm,
+ * started by another CPU, wakes a taker within a rescue period.
+ */
+static __always_inline void sky_kick(s32 cpu, u64 flags)
+{
+	if (sky_cpu_here_leaving()) {
+		sky_bound_leave_to_others();
+		return;
+	}
+	scx_bpf_kick_cpu(cpu, flags);
 }
 
 /* Wakes a CPU to run the rescued @p: an idle one, else preempts one. */
@@ -85,12 +136,12 @@ static __always_inline void sky_kick_for_rescue(const struct task_struct *p)
 	s32 cpu = sky_claim_idle_in(p->cpus_ptr);
 
 	if (cpu >= 0) {
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		sky_kick(cpu, SCX_KICK_IDLE);
 		return;
 	}
 	cpu = scx_bpf_pick_any_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0)
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		sky_kick(cpu, SCX_KICK_PREEMPT);
 }
 
 /*
@@ -100,7 +151,7 @@ static __always_inline void sky_kick_for_rescue(const struct task_struct *p)
  * only from the domain queue, so the task is moved there first.
  */
 static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct task_struct *p,
-					   s32 owner, u32 llc)
+					   struct sky_task *tctx, s32 owner, u32 llc)
 {
 	s32 cpu = sky_claim_idle_for(p, llc, false);
 
@@ -109,11 +160,11 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
 		if (cpu < 0)
 			return false;
 		if (owner >= 0 && sky_llc_of(cpu) != llc) {
-			scx_bpf_dsq_move_set_vtime(it, p->scx.dsq_vtime);
+			scx_bpf_dsq_move_set_vtime(it, sky_vtime_for(p, tctx, sky_vframe_llc(llc)));
 			scx_bpf_dsq_move_vtime(it, p, sky_llc_dsq(llc), 0);
 		}
 	}
-	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	sky_kick(cpu, SCX_KICK_IDLE);
 	return true;
 }
 
@@ -196,7 +247,7 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 		if (left) {
 			if (left < next)
 				next = left;
-		} else if (sky_wake_taker(&it, p, owner, llc)) {
+		} else if (sky_wake_taker(&it, p, tctx, owner, llc)) {
 			sky_stat_inc(SKY_STAT_GRACE_KICKS);
 		}
 	}
@@ -208,9 +259,9 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 /* Moves every task waiting for offline CPU @owner to its domain's queue. */
 __noinline int sky_drain_offline(s32 owner)
 {
+	u32 n, llc = sky_llc_of(owner);
 	struct bpf_iter_scx_dsq it;
 	struct task_struct *p;
-	u32 n;
 
 	bpf_rcu_read_lock();
 	bpf_iter_scx_dsq_new(&it, sky_cpu_dsq(owner), 0);
@@ -218,8 +269,8 @@ __noinline int sky_drain_offline(s32 owner)
 		p = bpf_iter_scx_dsq_next(&it);
 		if (!p)
 			break;
-		scx_bpf_dsq_move_set_vtime(&it, p->scx.dsq_vtime);
-		scx_bpf_dsq_move_vtime(&it, p, sky_llc_dsq(sky_llc_of(owner)), 0);
+		scx_bpf_dsq_move_set_vtime(&it, sky_vtime_for(p, sky_task_of(p), sky_vframe_llc(llc)));
+		scx_bpf_dsq_move_vtime(&it, p, sky_llc_dsq(llc), 0);
 	}
 	bpf_iter_scx_dsq_destroy(&it);
 	bpf_rcu_read_unlock();
@@ -242,14 +293,18 @@ static __always_inline u64 sky_bound_check(s32 owner, u32 llc, u64 now, bool idl
 	return next;
 }
 
-static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
+/*
+ * One scan of every queue: rescues, grace alarms, offline CPUs' queues,
+ * and the load sample. Returns the nanoseconds until the next scan is
+ * needed, 0 if nothing is queued.
+ */
+static __always_inline u64 sky_bound_scan_all(u64 now)
 {
-	u64 now = scx_bpf_now(), next = sky_rescue_period_ns(), left;
-	bool idle = sky_any_idle();
+	u64 next = sky_rescue_period_ns(), left;
+	bool idle = sky_any_idle(), queued = false;
 	u32 cpu, llc;
-	bool queued = false;
 
-	sky_bound_due = 0;
+	sky_bound_scanned_at = now;
 	sky_load_sample(now);
 	bpf_for(cpu, 0, nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) <= 0)
@@ -271,21 +326,66 @@ static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 		sky_rescue_scan(SKY_DSQ_RESCUE, now);
 		queued = true;
 	}
-	if (queued)
+	return queued ? next ?: 1 : 0;
+}
+
+static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = scx_bpf_now(), next;
+
+	sky_bound_due = 0;
+	next = sky_bound_scan_all(now);
+	if (next)
 		sky_bound_arm(now, next);
+	return 0;
+}
+
+/* The watch's pace while nothing is queued. */
+static __always_inline u64 sky_watch_idle_ns(void)
+{
+	return sky_cfg.starve_ns * 4;
+}
+
+/*
+ * The watch: a second timer, started only from init and from its own
+ * callback, where the kernel starts a timer at once. The alarm is started
+ * from scheduler callbacks, which run with interrupts off; there 7.0+
+ * kernels start it later from an irq_work, and under CPU hotplug (7.3,
+ * TCG) that irq_work was seen never to run again: the alarm was dead for
+ * good and tasks waited until the watchdog ejected the scheduler. While
+ * tasks are queued the watch looks every rescue period, and scans itself
+ * (and starts the alarm again, from here) only if the alarm has not
+ * scanned for a period. Its pace when nothing is queued is 4 x starve_ms.
+ */
+static int sky_watch_timerfn(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = scx_bpf_now(), period = sky_rescue_period_ns(), next = period;
+
+	if ((s64)(now - sky_bound_scanned_at) >= (s64)period) {
+		next = sky_bound_scan_all(now);
+		if (next) {
+			sky_stat_inc(SKY_STAT_WATCH_SCANS);
+			sky_bound_due = 0;
+			sky_bound_arm(now, next);
+		}
+	}
+	bpf_timer_start(timer, next ? period : sky_watch_idle_ns(), 0);
 	return 0;
 }
 
 static __always_inline s32 sky_bound_init(void)
 {
-	u32 zero = 0;
-	struct sky_bound_timer *t = bpf_map_lookup_elem(&sky_bound_timer, &zero);
+	u32 alarm = SKY_TIMER_ALARM, watch = SKY_TIMER_WATCH;
+	struct sky_bound_timer *a = bpf_map_lookup_elem(&sky_bound_timer, &alarm);
+	struct sky_bound_timer *w = bpf_map_lookup_elem(&sky_bound_timer, &watch);
 
-	if (!t)
+	if (!a || !w)
 		return -ENOENT;
-	bpf_timer_init(&t->timer, &sky_bound_timer, CLOCK_MONOTONIC);
-	bpf_timer_set_callback(&t->timer, sky_bound_timerfn);
-	return 0;
+	bpf_timer_init(&a->timer, &sky_bound_timer, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&a->timer, sky_bound_timerfn);
+	bpf_timer_init(&w->timer, &sky_bound_timer, CLOCK_MONOTONIC);
+	bpf_timer_set_callback(&w->timer, sky_watch_timerfn);
+	return bpf_timer_start(&w->timer, sky_watch_idle_ns(), 0);
 }
 
 #endif /* __SKY_BOUND_BPF_H */

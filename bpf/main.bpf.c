@@ -85,7 +85,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now = scx_bpf_now(), waited;
 
-	sky_vtime_started(p, tctx, now);
+	sky_vtime_started(p, tctx, cpu, now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
 	if (!tctx)
 		return;
@@ -211,7 +211,7 @@ void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 	/* Back from another class: a wait begun before it left is over. */
 	if (tctx)
 		tctx->queued_at_ns = 0;
-	sky_vtime_enable(p);
+	sky_vtime_enable(p, tctx);
 }
 
 void BPF_STRUCT_OPS(sky_dump_op, struct scx_dump_ctx *dctx)

@@ -27,6 +27,8 @@ struct sky_task {
 	s32 last_cpu;
 	/* 1 if its footprint was cold when it was last placed (for statistics). */
 	u32 cold;
+	/* The queue its vtime is measured against (vtime.bpf.h). */
+	s32 vframe;
 	/* When the task went to sleep; 0 while it is runnable. */
 	u64 slept_at_ns;
 	/* Length of its most recent sleep. */

@@ -102,7 +102,8 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 					 u64 enq_flags, u64 now)
 {
 	enum sky_decay decay = SKY_LLC_COLD;
-	u64 slice = sky_cfg.slice_ns, vtime = sky_vtime_for_queue(p);
+	u64 slice = sky_cfg.slice_ns;
+	bool leaving = sky_cpu_here_leaving();
 	u32 llc = sky_llc_of(cpu);
 	s32 owner = -1, idle;
 
@@ -124,7 +125,7 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 	 * Cold (or no affinity): the first idle CPU that may take it, unless
 	 * its CPU's load says the move would not balance anything.
 	 */
-	if (decay != SKY_WARM && (owner < 0 || sky_may_claim_idle(owner))) {
+	if (decay != SKY_WARM && !leaving && (owner < 0 || sky_may_claim_idle(owner))) {
 		idle = sky_claim_idle_for(p, llc, decay == SKY_LLC_COLD || !sky_cfg.affinity);
 		if (idle >= 0) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, slice, enq_flags);
@@ -133,13 +134,20 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 		}
 	}
 	if (owner < 0) {
-		scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), slice, vtime, enq_flags);
+		scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), slice,
+					 sky_vtime_for(p, tctx, sky_vframe_llc(llc)), enq_flags);
 		sky_stat_inc(SKY_STAT_COLD_QUEUED);
 		return;
 	}
 
-	scx_bpf_dsq_insert_vtime(p, sky_cpu_dsq(owner), slice, vtime, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, sky_cpu_dsq(owner), slice,
+				 sky_vtime_for(p, tctx, sky_vframe_cpu(owner)), enq_flags);
 	sky_stat_inc(decay == SKY_WARM ? SKY_STAT_WARM_QUEUED : SKY_STAT_COLD_QUEUED);
+	if (leaving) {
+		/* The alarm, started by another CPU, finds it a taker. */
+		sky_bound_arm(now, 0);
+		return;
+	}
 	if (scx_bpf_test_and_clear_cpu_idle(owner)) {
 		scx_bpf_kick_cpu(owner, SCX_KICK_IDLE);
 		return;
@@ -241,10 +249,14 @@ static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
 	return false;
 }
 
-/* Is @p queued behind @vtime? A missing head is behind everything. */
-static __always_inline bool sky1_behind(const struct task_struct *p, u64 vtime)
+/*
+ * Is @head, queued in @frame, behind a task @lag ahead of its own clock?
+ * Queues have clocks of their own (vtime.bpf.h): their tasks are compared
+ * by lag. A missing head is behind everything.
+ */
+static __always_inline bool sky1_behind(const struct task_struct *head, s32 frame, s64 lag)
 {
-	return !p || (s64)(p->scx.dsq_vtime - vtime) >= 0;
+	return !head || sky_vlag(head->scx.dsq_vtime, frame) >= lag;
 }
 
 /*
@@ -261,6 +273,7 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 {
 	u32 llc = sky_llc_of(cpu);
 	u64 now = scx_bpf_now(), own, shared, first, second;
+	s32 own_frame = sky_vframe_cpu(cpu), shared_frame;
 	struct task_struct *own_head, *shared_head;
 	bool rescuing = scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0;
 
@@ -270,18 +283,19 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 		llc = 0;
 	own = sky_cpu_dsq(cpu);
 	shared = sky_llc_dsq(llc);
+	shared_frame = sky_vframe_llc(llc);
 	own_head = sky_peek(own);
 	shared_head = sky_peek(shared);
 	if (!rescuing && prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		u64 vtime = sky_vtime_live(prev, sky_task_of(prev), now);
+		s64 lag = sky_vlag(sky_vtime_live(prev, sky_task_of(prev), now), own_frame);
 
-		if (sky1_behind(own_head, vtime) && sky1_behind(shared_head, vtime))
+		if (sky1_behind(own_head, own_frame, lag) && sky1_behind(shared_head, shared_frame, lag))
 			return false;
 	}
 	first = own;
 	second = shared;
-	if (own_head && shared_head &&
-	    (s64)(shared_head->scx.dsq_vtime - own_head->scx.dsq_vtime) < 0) {
+	if (own_head && !sky1_behind(shared_head, shared_frame,
+				     sky_vlag(own_head->scx.dsq_vtime, own_frame))) {
 		first = shared;
 		second = own;
 	}

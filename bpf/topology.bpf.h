@@ -73,6 +73,20 @@ static __always_inline bool sky_cpu_is_online(s32 cpu)
 	return (u32)cpu < nr_cpus && !sky_offline_cpus[sky_cpu_idx(cpu)];
 }
 
+/*
+ * Is the CPU running this program on its way offline (ops.cpu_offline has
+ * run)? No kick or timer may be started from it: both go through an
+ * irq_work queued on this CPU, and one queued once the CPU has run its
+ * last irq_works never runs. Seen on 7.3 under TCG: the CPU's kick
+ * irq_work stayed busy, later kicks from it were lost, the bound alarm
+ * with them, and unloading the scheduler waited for it forever
+ * (free_kick_syncs).
+ */
+static __always_inline bool sky_cpu_here_leaving(void)
+{
+	return !sky_cpu_is_online(bpf_get_smp_processor_id());
+}
+
 /* May @p run on @cpu now: online and in its cpumask. */
 static __always_inline bool sky_cpu_usable(const struct task_struct *p, s32 cpu)
 {

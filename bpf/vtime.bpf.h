@@ -5,8 +5,22 @@
  * A task's vtime advances by the time it actually ran (timestamps taken in
  * ops.running and ops.stopping, so a slice refilled while the task keeps
  * its CPU is charged too) divided by its weight (nice). Queues are ordered
- * by vtime, and a sleeper's credit is capped so it can neither monopolise a
- * CPU on wakeup nor be starved by tasks that never sleep.
+ * by vtime.
+ *
+ * Each queue has its own vtime clock, because vtime runs at a different
+ * pace on each CPU: a CPU running a nice 19 task moves its clock 60 times
+ * faster than one running nice 0 tasks. (One global clock let a task
+ * waking on a CPU of slow vtime land seconds behind a task that kept
+ * running there, which then kept the CPU for seconds.) A CPU's clock is
+ * the vtime of the tasks it starts, moving at most a slice per start so a
+ * task started out of order (rescued, or handed over directly) cannot
+ * throw it forward; a domain queue's clock moves at the mean pace of its
+ * CPUs' clocks (the CPUs add to it without a lock: a step lost now and
+ * then only nudges the order of the domain queue). A task's place is its lag: its vtime minus the clock of
+ * the queue it is in. It keeps its lag, but at most a sleeper credit
+ * behind (so a sleeper can neither monopolise the CPU on wakeup nor be
+ * starved by tasks that never sleep); moving to another queue it keeps no
+ * lag ahead, so a task from a CPU of fast vtime is not made to wait.
  *
  * Slices shrink while tasks wait for the CPU, so that a CPU with many
  * runnable tasks (e.g. all pinned to it) still cycles through them within
@@ -18,15 +32,53 @@
 #include "sky.bpf.h"
 #include "topology.bpf.h"
 
-/* The vtime of the most recently started task: "now" in vtime. */
-static u64 sky_vtime_now;
+static u64 sky_cpu_vclock[SKY_MAX_CPUS];
+static u64 sky_llc_vclock[SKY_MAX_LLCS];
 
-static __always_inline u64 sky_vtime_for_queue(const struct task_struct *p)
+/* The queue a task's vtime is measured against: CPU @cpu's. */
+static __always_inline s32 sky_vframe_cpu(s32 cpu)
 {
-	u64 credit = sky_cfg.sleeper_credit_ns;
-	u64 floor = sky_vtime_now > credit ? sky_vtime_now - credit : 0;
+	return cpu;
+}
 
-	return p->scx.dsq_vtime > floor ? p->scx.dsq_vtime : floor;
+/* ... or domain @llc's. */
+static __always_inline s32 sky_vframe_llc(u32 llc)
+{
+	return -1 - (s32)(llc & (SKY_MAX_LLCS - 1));
+}
+
+static __always_inline u64 *sky_vclock(s32 frame)
+{
+	if (frame >= 0)
+		return &sky_cpu_vclock[sky_cpu_idx(frame)];
+	return &sky_llc_vclock[(u32)(-1 - frame) & (SKY_MAX_LLCS - 1)];
+}
+
+/* How far @vtime is ahead of (> 0) or behind @frame's clock. */
+static __always_inline s64 sky_vlag(u64 vtime, s32 frame)
+{
+	return (s64)(vtime - *sky_vclock(frame));
+}
+
+/*
+ * @p's vtime for a place in a queue of @frame: its lag carried over from
+ * the queue it was in, bounded as the header comment says. Records the
+ * frame; the caller stores the vtime.
+ */
+static __always_inline u64 sky_vtime_for(const struct task_struct *p, struct sky_task *tctx,
+					 s32 frame)
+{
+	s64 behind = -(s64)sky_cfg.sleeper_credit_ns, lag;
+
+	if (!tctx)
+		return *sky_vclock(frame);
+	lag = sky_vlag(p->scx.dsq_vtime, tctx->vframe);
+	if (lag < behind)
+		lag = behind;
+	if (lag > 0 && tctx->vframe != frame)
+		lag = 0;
+	tctx->vframe = frame;
+	return *sky_vclock(frame) + lag;
 }
 
 /* Tasks waiting for @cpu: its own queue and its share of its domain's. */
@@ -48,11 +100,27 @@ static __always_inline u64 sky_slice_for(s32 cpu)
 	return slice > sky_cfg.slice_min_ns ? slice : sky_cfg.slice_min_ns;
 }
 
+/*
+ * @p starts on @cpu: its vtime is measured against @cpu's clock from now
+ * on, and the clocks move (see the header comment).
+ */
 static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_task *tctx,
-					      u64 now)
+					      s32 cpu, u64 now)
 {
-	if ((s64)(p->scx.dsq_vtime - sky_vtime_now) > 0)
-		sky_vtime_now = p->scx.dsq_vtime;
+	u64 *clock = sky_vclock(sky_vframe_cpu(cpu)), vtime = p->scx.dsq_vtime, step;
+	u32 size = sky_llc_size(sky_llc_of(cpu));
+
+	if (tctx && tctx->vframe != sky_vframe_cpu(cpu)) {
+		vtime = sky_vtime_for(p, tctx, sky_vframe_cpu(cpu));
+		scx_bpf_task_set_dsq_vtime(p, vtime);
+	}
+	if ((s64)(vtime - *clock) > 0) {
+		step = vtime - *clock;
+		if (step > sky_cfg.slice_ns)
+			step = sky_cfg.slice_ns;
+		*clock += step;
+		*sky_vclock(sky_vframe_llc(sky_llc_of(cpu))) += step / (size ?: 1);
+	}
 	if (tctx)
 		tctx->started_at_ns = now;
 }
@@ -87,9 +155,14 @@ static __always_inline u64 sky_vtime_charge(struct task_struct *p, struct sky_ta
 	return ran;
 }
 
-static __always_inline void sky_vtime_enable(struct task_struct *p)
+/* A task new to scx_sky (or back from another class) starts level. */
+static __always_inline void sky_vtime_enable(struct task_struct *p, struct sky_task *tctx)
 {
-	scx_bpf_task_set_dsq_vtime(p, sky_vtime_now);
+	s32 frame = sky_vframe_cpu(scx_bpf_task_cpu(p));
+
+	if (tctx)
+		tctx->vframe = frame;
+	scx_bpf_task_set_dsq_vtime(p, *sky_vclock(frame));
 }
 
 #endif /* __SKY_VTIME_BPF_H */

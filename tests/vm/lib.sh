@@ -60,9 +60,40 @@ start_sky() {
 	echo "check load_seconds=$((tenths / 10))"
 }
 
-# stop_sky: SIGINT, wait for a clean exit, show its log.
+# alive PID: the process exists and is not a zombie waiting to be reaped.
+alive() {
+	[ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
+}
+
+# dump_stuck PID: where PID's threads and every blocked task are, and what
+# each CPU runs, for a scenario that found something stuck.
+dump_stuck() {
+	for t in /proc/"$1"/task/*; do
+		echo "stuck: thread $t $(cat "$t/comm" 2>/dev/null) state=$(cut -d' ' -f3 "$t/stat" 2>/dev/null)"
+		sed 's/^/stuck:   /' "$t/stack" 2>/dev/null
+	done
+	echo w >/proc/sysrq-trigger
+	echo l >/proc/sysrq-trigger
+	sleep 1
+	dmesg | tail -n 300 | sed 's/^/stuck: /'
+}
+
+# stop_sky: SIGINT, wait for a clean exit, show its log. A scheduler that
+# has not detached after $SKY_STOP_WAIT_S seconds (20; it takes well under
+# one) is reported with a dump of where it is stuck, and killed.
 stop_sky() {
 	kill -INT "$SKY_PID"
+	tenths=0
+	while alive "$SKY_PID"; do
+		if [ "$tenths" -ge "$((${SKY_STOP_WAIT_S:-20} * 10))" ]; then
+			echo "check sky_stop_timeout=${SKY_STOP_WAIT_S:-20}s state=$(state)"
+			dump_stuck "$SKY_PID"
+			kill -KILL "$SKY_PID"
+			break
+		fi
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
 	wait "$SKY_PID"
 	rc=$?
 	cat /tmp/sky.log
