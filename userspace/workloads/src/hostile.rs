@@ -62,6 +62,7 @@ struct Outcome {
     kind: Kind,
     progress: u64,
     max_wait_ns: u64,
+    max_single_wait_ns: u64,
 }
 
 /// Per kind: threads, least progress, longest wait.
@@ -71,16 +72,19 @@ pub struct KindReport {
     pub threads: usize,
     pub min_progress: u64,
     pub max_wait_ns: u64,
+    pub max_single_wait_ns: u64,
 }
 
 impl KindReport {
     pub fn line(&self) -> String {
         format!(
-            "result workload=hostile kind={} threads={} min_progress={} max_wait_us={}",
+            "result workload=hostile kind={} threads={} min_progress={} max_wait_us={} \
+             max_single_wait_us={}",
             self.kind,
             self.threads,
             self.min_progress,
-            self.max_wait_ns / 1000
+            self.max_wait_ns / 1000,
+            self.max_single_wait_ns / 1000
         )
     }
 }
@@ -146,12 +150,14 @@ fn summarise(outcomes: &[Outcome]) -> Vec<KindReport> {
                 r.threads += 1;
                 r.min_progress = r.min_progress.min(o.progress);
                 r.max_wait_ns = r.max_wait_ns.max(o.max_wait_ns);
+                r.max_single_wait_ns = r.max_single_wait_ns.max(o.max_single_wait_ns);
             }
             None => reports.push(KindReport {
                 kind: o.kind.name(),
                 threads: 1,
                 min_progress: o.progress,
                 max_wait_ns: o.max_wait_ns,
+                max_single_wait_ns: o.max_single_wait_ns,
             }),
         }
     }
@@ -233,6 +239,7 @@ fn run_thread(
         kind,
         progress,
         max_wait_ns: watch.max_wait_ns,
+        max_single_wait_ns: watch.max_single_wait_ns,
     })
 }
 
@@ -341,20 +348,26 @@ mod tests {
 
     #[test]
     fn reports_keep_the_worst_thread_of_each_kind() {
-        let o = |kind, progress, max_wait_ns| Outcome {
+        let o = |kind, progress, max_wait_ns, max_single_wait_ns| Outcome {
             kind,
             progress,
             max_wait_ns,
+            max_single_wait_ns,
         };
         let r = summarise(&[
-            o(Kind::Hog, 5, 10),
-            o(Kind::Hog, 3, 30),
-            o(Kind::Fork, 9, 1),
+            o(Kind::Hog, 5, 10, 7),
+            o(Kind::Hog, 3, 30, 5),
+            o(Kind::Fork, 9, 1, 1),
         ]);
         assert_eq!(r.len(), 2);
         assert_eq!(
-            (r[0].threads, r[0].min_progress, r[0].max_wait_ns),
-            (2, 3, 30)
+            (
+                r[0].threads,
+                r[0].min_progress,
+                r[0].max_wait_ns,
+                r[0].max_single_wait_ns
+            ),
+            (2, 3, 30, 7)
         );
         assert_eq!(r[1].kind, "fork");
     }

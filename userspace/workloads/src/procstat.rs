@@ -50,9 +50,14 @@ pub fn sched_field(text: &str, field: &str) -> Option<u64> {
 /// saw this thread endure, whatever scheduler ran it.
 pub struct WaitWatch {
     file: std::fs::File,
-    last_wait_ns: u64,
+    last: SchedStat,
     next_look: std::time::Instant,
+    /// The most wait between two looks: the longest wait, or several
+    /// summed if the thread was descheduled again before it could look.
     pub max_wait_ns: u64,
+    /// The same spread over the runs between the looks: the longest wait
+    /// is at least this (exact where one run came between the looks).
+    pub max_single_wait_ns: u64,
 }
 
 /// How often a busy thread looks at its wait counter (`WaitWatch::tick`).
@@ -65,11 +70,12 @@ impl WaitWatch {
         let file = std::fs::File::open(path).with_context(|| format!("opening {path}"))?;
         let mut w = WaitWatch {
             file,
-            last_wait_ns: 0,
+            last: SchedStat::default(),
             next_look: std::time::Instant::now(),
             max_wait_ns: 0,
+            max_single_wait_ns: 0,
         };
-        w.last_wait_ns = w.read()?.wait_ns;
+        w.last = w.read()?;
         Ok(w)
     }
 
@@ -86,9 +92,11 @@ impl WaitWatch {
     /// Takes a look; returns the counters read.
     pub fn check(&mut self) -> Result<SchedStat> {
         let now = self.read()?;
-        let waited = now.wait_ns.saturating_sub(self.last_wait_ns);
+        let waited = now.wait_ns.saturating_sub(self.last.wait_ns);
+        let runs = now.timeslices.saturating_sub(self.last.timeslices).max(1);
         self.max_wait_ns = self.max_wait_ns.max(waited);
-        self.last_wait_ns = now.wait_ns;
+        self.max_single_wait_ns = self.max_single_wait_ns.max(waited / runs);
+        self.last = now;
         self.next_look = std::time::Instant::now() + WAIT_LOOK_EVERY;
         Ok(now)
     }
@@ -166,14 +174,20 @@ mod tests {
                 std::hint::spin_loop();
                 watch.tick().unwrap();
             }
-            watch.max_wait_ns
+            (watch.max_wait_ns, watch.max_single_wait_ns)
         };
         let other = std::thread::spawn(spin);
         let mine = spin();
         let theirs = other.join().unwrap();
         assert!(
-            mine.max(theirs) >= 100_000,
-            "two spinners on one CPU never waited: {mine} / {theirs} ns"
+            mine.0.max(theirs.0) >= 100_000,
+            "two spinners on one CPU never waited: {mine:?} / {theirs:?} ns"
         );
+        for (sum, single) in [mine, theirs] {
+            assert!(
+                single > 0 && single <= sum,
+                "a single wait of {single} ns against {sum} ns between looks"
+            );
+        }
     }
 }
