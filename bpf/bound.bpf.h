@@ -55,8 +55,6 @@ struct {
  * pending, 1 if it is overdue at once (see sky_bound_arm).
  */
 static u64 sky_bound_due;
-/* When the queues were last scanned, by the alarm or the watch. */
-static u64 sky_bound_scanned_at;
 
 static __always_inline u64 sky_rescue_period_ns(void)
 {
@@ -72,7 +70,8 @@ static __always_inline u64 sky_rescue_after_ns(void)
 /*
  * This CPU is leaving (topology.bpf.h) and may start no timer or kick: the
  * alarm is made overdue at once, and the next CPU to look after it (any
- * enqueue, or the watch) starts it.
+ * enqueue, or the watch) starts it. Neither timer scans from a leaving
+ * CPU, so no kick is made from one.
  */
 static __always_inline void sky_bound_leave_to_others(void)
 {
@@ -117,31 +116,18 @@ static __always_inline void sky_bound_keep_watch(u64 now)
 	sky_bound_arm(now, sky_rescue_period_ns());
 }
 
-/*
- * Kicks @cpu, unless this CPU is leaving (topology.bpf.h): then the alarm,
- * started by another CPU, wakes a taker within a rescue period.
- */
-static __always_inline void sky_kick(s32 cpu, u64 flags)
-{
-	if (sky_cpu_here_leaving()) {
-		sky_bound_leave_to_others();
-		return;
-	}
-	scx_bpf_kick_cpu(cpu, flags);
-}
-
 /* Wakes a CPU to run the rescued @p: an idle one, else preempts one. */
 static __always_inline void sky_kick_for_rescue(const struct task_struct *p)
 {
 	s32 cpu = sky_claim_idle_in(p->cpus_ptr);
 
 	if (cpu >= 0) {
-		sky_kick(cpu, SCX_KICK_IDLE);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
 	cpu = scx_bpf_pick_any_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0)
-		sky_kick(cpu, SCX_KICK_PREEMPT);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
 /*
@@ -164,7 +150,7 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
 			scx_bpf_dsq_move_vtime(it, p, sky_llc_dsq(llc), 0);
 		}
 	}
-	sky_kick(cpu, SCX_KICK_IDLE);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	return true;
 }
 
@@ -295,7 +281,7 @@ static __always_inline u64 sky_bound_check(s32 owner, u32 llc, u64 now, bool idl
 
 /*
  * One scan of every queue: rescues, grace alarms, offline CPUs' queues,
- * and the load sample. Returns the nanoseconds until the next scan is
+ * and the load sample (whose time the watch reads as the last scan's). Returns the nanoseconds until the next scan is
  * needed, 0 if nothing is queued.
  */
 static __always_inline u64 sky_bound_scan_all(u64 now)
@@ -304,7 +290,6 @@ static __always_inline u64 sky_bound_scan_all(u64 now)
 	bool idle = sky_any_idle(), queued = false;
 	u32 cpu, llc;
 
-	sky_bound_scanned_at = now;
 	sky_load_sample(now);
 	bpf_for(cpu, 0, nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) <= 0)
@@ -329,14 +314,28 @@ static __always_inline u64 sky_bound_scan_all(u64 now)
 	return queued ? next ?: 1 : 0;
 }
 
-static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
+/*
+ * The alarm's work, from either timer: scan, and set the alarm for the
+ * next scan if anything is queued. Returns the time until then, 0 if
+ * nothing is queued.
+ */
+static __always_inline u64 sky_bound_rescan(u64 now)
 {
-	u64 now = scx_bpf_now(), next;
+	u64 next;
 
 	sky_bound_due = 0;
 	next = sky_bound_scan_all(now);
 	if (next)
 		sky_bound_arm(now, next);
+	return next;
+}
+
+static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
+{
+	if (sky_cpu_here_leaving())
+		sky_bound_leave_to_others();
+	else
+		sky_bound_rescan(scx_bpf_now());
 	return 0;
 }
 
@@ -361,13 +360,11 @@ static int sky_watch_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = scx_bpf_now(), period = sky_rescue_period_ns(), next = period;
 
-	if ((s64)(now - sky_bound_scanned_at) >= (s64)period) {
-		next = sky_bound_scan_all(now);
-		if (next) {
+	/* Every scan samples the load: its time is the last scan's. */
+	if ((s64)(now - sky_load_sampled_at) >= (s64)period && !sky_cpu_here_leaving()) {
+		next = sky_bound_rescan(now);
+		if (next)
 			sky_stat_inc(SKY_STAT_WATCH_SCANS);
-			sky_bound_due = 0;
-			sky_bound_arm(now, next);
-		}
 	}
 	bpf_timer_start(timer, next ? period : sky_watch_idle_ns(), 0);
 	return 0;

@@ -143,11 +143,9 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 	scx_bpf_dsq_insert_vtime(p, sky_cpu_dsq(owner), slice,
 				 sky_vtime_for(p, tctx, sky_vframe_cpu(owner)), enq_flags);
 	sky_stat_inc(decay == SKY_WARM ? SKY_STAT_WARM_QUEUED : SKY_STAT_COLD_QUEUED);
-	if (leaving) {
-		/* The alarm, started by another CPU, finds it a taker. */
-		sky_bound_arm(now, 0);
+	/* No kick from here: sky_enqueue's keep_watch leaves the alarm to others. */
+	if (leaving)
 		return;
-	}
 	if (scx_bpf_test_and_clear_cpu_idle(owner)) {
 		scx_bpf_kick_cpu(owner, SCX_KICK_IDLE);
 		return;

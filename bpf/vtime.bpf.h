@@ -108,7 +108,7 @@ static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_
 					      s32 cpu, u64 now)
 {
 	u64 *clock = sky_vclock(sky_vframe_cpu(cpu)), vtime = p->scx.dsq_vtime, step;
-	u32 size = sky_llc_size(sky_llc_of(cpu));
+	u32 llc = sky_llc_of(cpu), size = sky_llc_size(llc);
 
 	if (tctx && tctx->vframe != sky_vframe_cpu(cpu)) {
 		vtime = sky_vtime_for(p, tctx, sky_vframe_cpu(cpu));
@@ -119,7 +119,7 @@ static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_
 		if (step > sky_cfg.slice_ns)
 			step = sky_cfg.slice_ns;
 		*clock += step;
-		*sky_vclock(sky_vframe_llc(sky_llc_of(cpu))) += step / (size ?: 1);
+		*sky_vclock(sky_vframe_llc(llc)) += step / (size ?: 1);
 	}
 	if (tctx)
 		tctx->started_at_ns = now;
