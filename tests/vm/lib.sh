@@ -5,12 +5,17 @@ state() {
 	cat /sys/kernel/sched_ext/state
 }
 
+# alive PID: the process exists and is not a zombie waiting to be reaped.
+alive() {
+	[ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
+}
+
 # wait_state WANT [PID]: wait up to 30 s for sched_ext to reach WANT; give
 # up at once if PID (the scheduler) has exited.
 wait_state() {
 	tries=0
 	while [ "$(state)" != "$1" ]; do
-		if [ -n "$2" ] && ! kill -0 "$2" 2>/dev/null; then
+		if [ -n "$2" ] && ! alive "$2"; then
 			echo "check scheduler_exited_before=$1 state=$(state)"
 			return 1
 		fi
@@ -38,7 +43,7 @@ start_sky() {
 	SKY_PID=$!
 	tenths=0
 	while [ "$(state)" != enabled ]; do
-		if ! kill -0 "$SKY_PID" 2>/dev/null; then
+		if ! alive "$SKY_PID"; then
 			wait "$SKY_PID"
 			rc=$?
 			cat /tmp/sky.log
@@ -58,11 +63,6 @@ start_sky() {
 		tenths=$((tenths + 1))
 	done
 	echo "check load_seconds=$((tenths / 10))"
-}
-
-# alive PID: the process exists and is not a zombie waiting to be reaped.
-alive() {
-	[ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
 }
 
 # dump_stuck PID: where PID's threads and every blocked task are, and what

@@ -125,7 +125,7 @@ impl CacheLoop {
             passes,
             migrations_of_self()? - migrations_before,
             last.timeslices - first.timeslices,
-            watch.max_wait_ns
+            watch.waits.max_ns
         )?;
         let samples: Vec<String> = waits.iter().map(u64::to_string).collect();
         writeln!(out, "{}", samples.join(" "))?;

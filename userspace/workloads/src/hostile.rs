@@ -15,7 +15,7 @@
 //! longest wait any thread saw.
 
 use crate::pin_current_thread;
-use crate::procstat::WaitWatch;
+use crate::procstat::{WaitWatch, Waits};
 use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,8 +61,7 @@ impl Kind {
 struct Outcome {
     kind: Kind,
     progress: u64,
-    max_wait_ns: u64,
-    max_single_wait_ns: u64,
+    waits: Waits,
 }
 
 /// Per kind: threads, least progress, longest wait.
@@ -71,8 +70,7 @@ pub struct KindReport {
     pub kind: &'static str,
     pub threads: usize,
     pub min_progress: u64,
-    pub max_wait_ns: u64,
-    pub max_single_wait_ns: u64,
+    pub waits: Waits,
 }
 
 impl KindReport {
@@ -83,8 +81,8 @@ impl KindReport {
             self.kind,
             self.threads,
             self.min_progress,
-            self.max_wait_ns / 1000,
-            self.max_single_wait_ns / 1000
+            self.waits.max_ns / 1000,
+            self.waits.max_single_ns / 1000
         )
     }
 }
@@ -149,15 +147,13 @@ fn summarise(outcomes: &[Outcome]) -> Vec<KindReport> {
             Some(r) => {
                 r.threads += 1;
                 r.min_progress = r.min_progress.min(o.progress);
-                r.max_wait_ns = r.max_wait_ns.max(o.max_wait_ns);
-                r.max_single_wait_ns = r.max_single_wait_ns.max(o.max_single_wait_ns);
+                r.waits = r.waits.max(o.waits);
             }
             None => reports.push(KindReport {
                 kind: o.kind.name(),
                 threads: 1,
                 min_progress: o.progress,
-                max_wait_ns: o.max_wait_ns,
-                max_single_wait_ns: o.max_single_wait_ns,
+                waits: o.waits,
             }),
         }
     }
@@ -238,8 +234,7 @@ fn run_thread(
     Ok(Outcome {
         kind,
         progress,
-        max_wait_ns: watch.max_wait_ns,
-        max_single_wait_ns: watch.max_single_wait_ns,
+        waits: watch.waits,
     })
 }
 
@@ -348,11 +343,13 @@ mod tests {
 
     #[test]
     fn reports_keep_the_worst_thread_of_each_kind() {
-        let o = |kind, progress, max_wait_ns, max_single_wait_ns| Outcome {
+        let o = |kind, progress, max_ns, max_single_ns| Outcome {
             kind,
             progress,
-            max_wait_ns,
-            max_single_wait_ns,
+            waits: Waits {
+                max_ns,
+                max_single_ns,
+            },
         };
         let r = summarise(&[
             o(Kind::Hog, 5, 10, 7),
@@ -364,8 +361,8 @@ mod tests {
             (
                 r[0].threads,
                 r[0].min_progress,
-                r[0].max_wait_ns,
-                r[0].max_single_wait_ns
+                r[0].waits.max_ns,
+                r[0].waits.max_single_ns
             ),
             (2, 3, 30, 7)
         );

@@ -169,7 +169,7 @@ fn run(cli: Cli) -> Result<()> {
             for r in &reports {
                 println!("{}", r.line());
             }
-            let worst = reports.iter().map(|r| r.max_wait_ns).max().unwrap_or(0);
+            let worst = reports.iter().map(|r| r.waits.max_ns).max().unwrap_or(0);
             let stalled = reports.iter().filter(|r| r.min_progress == 0).count();
             println!(
                 "result workload=hostile kinds={} stalled_kinds={stalled} max_wait_us={}",

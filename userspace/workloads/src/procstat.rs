@@ -52,12 +52,28 @@ pub struct WaitWatch {
     file: std::fs::File,
     last: SchedStat,
     next_look: std::time::Instant,
+    pub waits: Waits,
+}
+
+/// The longest waits a `WaitWatch` saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waits {
     /// The most wait between two looks: the longest wait, or several
     /// summed if the thread was descheduled again before it could look.
-    pub max_wait_ns: u64,
+    pub max_ns: u64,
     /// The same spread over the runs between the looks: the longest wait
     /// is at least this (exact where one run came between the looks).
-    pub max_single_wait_ns: u64,
+    pub max_single_ns: u64,
+}
+
+impl Waits {
+    /// The worse of two, figure by figure.
+    pub fn max(self, other: Waits) -> Waits {
+        Waits {
+            max_ns: self.max_ns.max(other.max_ns),
+            max_single_ns: self.max_single_ns.max(other.max_single_ns),
+        }
+    }
 }
 
 /// How often a busy thread looks at its wait counter (`WaitWatch::tick`).
@@ -72,8 +88,7 @@ impl WaitWatch {
             file,
             last: SchedStat::default(),
             next_look: std::time::Instant::now(),
-            max_wait_ns: 0,
-            max_single_wait_ns: 0,
+            waits: Waits::default(),
         };
         w.last = w.read()?;
         Ok(w)
@@ -94,8 +109,10 @@ impl WaitWatch {
         let now = self.read()?;
         let waited = now.wait_ns.saturating_sub(self.last.wait_ns);
         let runs = now.timeslices.saturating_sub(self.last.timeslices).max(1);
-        self.max_wait_ns = self.max_wait_ns.max(waited);
-        self.max_single_wait_ns = self.max_single_wait_ns.max(waited / runs);
+        self.waits = self.waits.max(Waits {
+            max_ns: waited,
+            max_single_ns: waited / runs,
+        });
         self.last = now;
         self.next_look = std::time::Instant::now() + WAIT_LOOK_EVERY;
         Ok(now)
@@ -174,19 +191,19 @@ mod tests {
                 std::hint::spin_loop();
                 watch.tick().unwrap();
             }
-            (watch.max_wait_ns, watch.max_single_wait_ns)
+            watch.waits
         };
         let other = std::thread::spawn(spin);
         let mine = spin();
         let theirs = other.join().unwrap();
         assert!(
-            mine.0.max(theirs.0) >= 100_000,
+            mine.max_ns.max(theirs.max_ns) >= 100_000,
             "two spinners on one CPU never waited: {mine:?} / {theirs:?} ns"
         );
-        for (sum, single) in [mine, theirs] {
+        for w in [mine, theirs] {
             assert!(
-                single > 0 && single <= sum,
-                "a single wait of {single} ns against {sum} ns between looks"
+                w.max_single_ns > 0 && w.max_single_ns <= w.max_ns,
+                "a single wait against the waits between looks: {w:?}"
             );
         }
     }

@@ -185,6 +185,12 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// Fills the figure columns @row lacks with "-", up to the last column,
+    /// which holds a note on why.
+    fn pad_for_note(&self, row: &mut Vec<String>) {
+        row.resize(self.rows[0].len() - 1, "-".into());
+    }
+
     fn render(&self) -> String {
         let cols = self.rows[0].len();
         let width: Vec<usize> = (0..cols)
@@ -357,7 +363,7 @@ fn sweep_table(
             match figures {
                 Err(why) => {
                     *failed += 1;
-                    row.extend(["-", "-", "-", "-", "-", "-"].map(String::from));
+                    table.pad_for_note(&mut row);
                     row.push(format!("no figures: {why}"));
                 }
                 Ok(f) if n == 0 => {
@@ -375,7 +381,7 @@ fn sweep_table(
                 Ok(f) => match base {
                     None => {
                         row.push(format!("{:.1} %", f.share));
-                        row.extend(["-", "-", "-", "-", "-"].map(String::from));
+                        table.pad_for_note(&mut row);
                         row.push("no EEVDF baseline".into());
                     }
                     Some(b) => {
@@ -431,7 +437,7 @@ fn storm_table(plan: &Plan, runs: &[Fields], failed: &mut usize, passes: &mut [u
         match figures {
             Err(why) => {
                 *failed += 1;
-                row.extend(["-", "-", "-", "-", "-"].map(String::from));
+                table.pad_for_note(&mut row);
                 row.push(format!("no figures: {why}"));
             }
             Ok(f) => {
