@@ -63,6 +63,7 @@ enum sky_stat_idx {
 	SKY_STAT_IDLE_WITH_WAITERS,	/* CPUs that went idle while a task they could run waited past the bound */
 	SKY_STAT_ALARM_RESTARTS,	/* bound alarms started again because they were a period overdue */
 	SKY_STAT_WATCH_SCANS,		/* scans the watch timer made because the alarm had not run for a period */
+	SKY_STAT_DISPATCH_SCANS,	/* scans a CPU made in dispatch because both timers were late */
 	SKY_STAT_LEFT_TO_OTHERS,	/* kicks and alarms left to other CPUs by a CPU going offline */
 	SKY_STAT_LATE_RUNS,		/* runs that began after more than starve_ms plus a slice in scx_sky's queues */
 	SKY_STAT_WAIT_NS,		/* total nanoseconds tasks spent queued */

@@ -72,6 +72,7 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 {
+	sky_bound_catch_up(scx_bpf_now());
 	if (sky1_dispatch(cpu, prev))
 		return;
 	/* Nothing else should run here: let the previous task keep the CPU. */

@@ -127,7 +127,7 @@ pub struct RunOpts {
     pub walk_depth: Option<u32>,
 
     /// Wait bound in milliseconds: every queued task runs within this
-    /// (overrides the policy; must exceed (4 x slice + grace) x 8/7).
+    /// (overrides the policy; must exceed (4 x slice + grace) x 4/3).
     #[arg(long, value_name = "MS")]
     pub starve_ms: Option<u64>,
 

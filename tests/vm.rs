@@ -54,20 +54,36 @@ fn check<'a>(c: &'a Fields, key: &str) -> &'a str {
 /// host thread descheduled freezes guest time), so keep the host quiet.
 const WAIT_BOUND_MS: f64 = 60.0;
 
-/// The longest wait tolerated under the hostile load (more tasks pinned to
-/// one CPU than it can run, SCHED_IDLE and nice 19 tasks among hogs, CPUs
-/// going on- and offline). The 50 ms bound does not hold there yet: with
-/// TCG's 4 ms ticks a CPU with 8 runnable tasks needs 28 ms per round,
-/// and each CPU going offline stops the machine. With a vtime clock per
-/// queue and the alarm kept alive, 21 runs on 2026-11-22 (8 of the landed
-/// build) saw 190-326 ms, the longest always a nice 19 or SCHED_IDLE
-/// thread (the build before saw 260-525 ms in 12 of 14 runs, 1.6 s and an
-/// ejection in the other two; EEVDF, same load without hotplug: 2.1 s for
-/// a SCHED_IDLE thread). The bound is 2.5 times the worst run. These are
-/// waits summed between two looks; `max_single_wait_us` (a lower bound on
-/// the longest single wait) was 22-63 ms in three runs, printed, not
-/// asserted: being a lower bound, it cannot show a wait was short.
-const HOSTILE_WAIT_BOUND_MS: f64 = 800.0;
+/// The longest single wait tolerated under the hostile load (more tasks
+/// pinned to one CPU than it can run, SCHED_IDLE and nice 19 tasks among
+/// hogs, CPUs going on- and offline), measured exactly by the tracepoint
+/// observer (`sky-work trace-waits`: every wait of every task, from
+/// wakeup or preemption to switch-in), for waits that overlapped no CPU
+/// going off- or online. scx_sky promises starve_ms (50) + a slice (5) + a
+/// tick (4); under TCG a kick (reschedule IPI) itself takes up to 20 ms to
+/// reach its vCPU (p99 8 ms, same traces). Nine runs on 2026-11-22 with
+/// the rescue two periods early and dispatch catching up late scans: 57-70
+/// ms (before those two changes: 80-86 ms; EEVDF on the same load in the
+/// same boot: 1.6 s for a SCHED_IDLE thread). The bound is 1.7 times the
+/// worst run.
+const HOSTILE_WAIT_BOUND_MS: f64 = 120.0;
+
+/// The same for every wait, those a CPU going offline held up included
+/// (the kernel stops every CPU while one leaves): 58-91 ms in the same
+/// nine runs (EEVDF: 2.4 s). The bound is 2.7 times the worst run.
+const HOSTILE_HOTPLUG_WAIT_BOUND_MS: f64 = 250.0;
+
+/// The kinds of thread the hostile load runs, as the observer groups them
+/// (thread names are cut to 15 characters).
+const HOSTILE_GROUPS: [&str; 7] = [
+    "hostile-hog",
+    "hostile-pinned",
+    "hostile-affinit",
+    "hostile-nice",
+    "hostile-class",
+    "hostile-yield",
+    "hostile-fork",
+];
 
 fn stat(stats: &Fields, key: &str) -> f64 {
     report::number(stats, key).unwrap_or_else(|e| panic!("{e:#}"))
@@ -235,12 +251,35 @@ fn hostile_load_with_hotplug_never_stalls() {
             stat(k, "min_progress") > 0.0,
             "a thread made no progress: {k:?}"
         );
-        let wait_ms = stat(k, "max_wait_us") / 1000.0;
+    }
+    assert_eq!(
+        check(&c, "trace_exit"),
+        "0",
+        "the tracepoint observer failed or lost events"
+    );
+    let groups = report::lines_with(&out, "result observer=trace ");
+    for name in HOSTILE_GROUPS {
+        let g = groups
+            .iter()
+            .find(|g| g.get("group").map(String::as_str) == Some(name))
+            .unwrap_or_else(|| panic!("the trace saw no wait of {name}: {groups:?}"));
+        let clear_ms = stat(g, "max_clear_wait_us") / 1000.0;
         assert!(
-            wait_ms <= HOSTILE_WAIT_BOUND_MS,
-            "a hostile thread waited {wait_ms} ms: {k:?}"
+            clear_ms <= HOSTILE_WAIT_BOUND_MS,
+            "a {name} thread waited {clear_ms} ms: {g:?}"
+        );
+        let wait_ms = stat(g, "max_wait_us") / 1000.0;
+        assert!(
+            wait_ms <= HOSTILE_HOTPLUG_WAIT_BOUND_MS,
+            "a {name} thread waited {wait_ms} ms across a CPU going off- or online: {g:?}"
         );
     }
+    let total = report::one_line(&out, "result observer=trace total").unwrap();
+    let open_ms = stat(&total, "open_max_us") / 1000.0;
+    assert!(
+        open_ms <= HOSTILE_HOTPLUG_WAIT_BOUND_MS,
+        "a task was still waiting after {open_ms} ms when tracing stopped: {total:?}"
+    );
 }
 
 #[test]

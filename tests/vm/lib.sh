@@ -125,3 +125,46 @@ disable_reasons() {
 	dmesg | sed -n 's/.*sched_ext: BPF scheduler .* disabled (\(.*\))$/\1/p' |
 		tr ' \n' '-,' | sed 's/,$//'
 }
+
+# start_trace: start the tracepoint observer (sky-work trace-waits), which
+# sees every wait of every task whatever the scheduler, and wait until it
+# traces (at most 10 s). stop_trace: stop it, print its result lines and
+# `check trace_exit=` (non-zero if it failed or lost events).
+start_trace() {
+	sky-work trace-waits >/tmp/trace.out 2>/tmp/trace.err &
+	TRACE_PID=$!
+	tenths=0
+	until grep -q 'tracing scheduler events' /tmp/trace.err; do
+		if ! alive "$TRACE_PID" || [ "$tenths" -ge 100 ]; then
+			cat /tmp/trace.err
+			break
+		fi
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+}
+
+# trace_mark TEXT: a line in the trace (the observer reads sky-hotplug-begin
+# and sky-hotplug-end around a CPU going off- or online).
+trace_mark() {
+	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+		[ -w "$d/trace_marker" ] && echo "$1" >"$d/trace_marker" && return
+	done
+}
+
+# set_online CPU 0|1: take a CPU offline or bring it back, marked in the
+# trace so waits the machine-wide stop caused are told apart.
+set_online() {
+	trace_mark sky-hotplug-begin
+	echo "$2" >/sys/devices/system/cpu/cpu$1/online
+	trace_mark sky-hotplug-end
+}
+
+stop_trace() {
+	kill -INT "$TRACE_PID"
+	wait "$TRACE_PID"
+	rc=$?
+	cat /tmp/trace.out
+	grep -v 'tracing scheduler events' /tmp/trace.err
+	echo "check trace_exit=$rc"
+}

@@ -106,6 +106,12 @@ pub struct Knobs {
 /// class, a CPU going offline).
 pub const PATIENCE_SLICES: u64 = 4;
 
+/// The starvation rescue (bpf/bound.bpf.h) takes a task that has waited
+/// this many eighths of starve_ms: two scan periods (starve_ms / 8 each)
+/// early, so that a scan one period late and a CPU slow to answer its kick
+/// still run the task by starve_ms.
+pub const RESCUE_AFTER_EIGHTHS: u64 = 6;
+
 /// Limits a knob must respect; outside them the scheduler would misbehave
 /// (a zero slice never runs anything, a huge one turns off preemption).
 const WALK_DEPTH: (u64, u64) = (1, 32);
@@ -198,21 +204,23 @@ impl Policy {
         PATIENCE_SLICES * self.slice_us
     }
 
-    /// The starvation rescue (bpf/bound.bpf.h) takes a task that waited
-    /// 7/8 of starve_ms. Affinity must have let go of it before then: an
-    /// idle CPU may take a warm task after its grace, and any waiting task
+    /// The starvation rescue takes a task that waited RESCUE_AFTER_EIGHTHS
+    /// of starve_ms. Affinity must have let go of it before then: an idle
+    /// CPU may take a warm task after its grace, and any waiting task
     /// after the patience. If the rescue came first, it would be the normal
     /// path, not a bound, and affinity would never be given up in time.
     fn check_wait_bound(&self) -> Result<()> {
         let affinity_us = self.patience_us() + self.affinity_grace_us;
-        let rescue_us = self.starve_ms * 1000 * 7 / 8;
+        let rescue_us = self.starve_ms * 1000 * RESCUE_AFTER_EIGHTHS / 8;
         if rescue_us <= affinity_us {
             bail!(
                 "starve_ms = {} breaks the wait bound: affinity may hold a task for \
-                 {PATIENCE_SLICES} x slice_us + affinity_grace_us = {} us, so starve_ms must exceed {} ms",
+                 {PATIENCE_SLICES} x slice_us + affinity_grace_us = {} us and the rescue \
+                 takes it at {RESCUE_AFTER_EIGHTHS}/8 of starve_ms, so starve_ms must be \
+                 at least {} ms",
                 self.starve_ms,
                 affinity_us,
-                (affinity_us * 8 / 7) / 1000 + 1
+                affinity_us * 8 / RESCUE_AFTER_EIGHTHS / 1000 + 1
             );
         }
         Ok(())

@@ -129,12 +129,13 @@ fn policy_files_load_by_path() {
 fn settings_that_break_the_wait_bound_are_refused() {
     let p = Policy::load("sky1").unwrap();
     // 4 x 5 ms slices of patience + 1 ms grace = 21 ms of affinity: a
-    // 24 ms starve bound would rescue at 21 ms, before affinity lets go.
+    // 28 ms starve bound would rescue at 6/8 of it, 21 ms, before
+    // affinity lets go.
     let e = format!(
         "{:#}",
         p.resolve(
             &Overrides {
-                starve_ms: Some(24),
+                starve_ms: Some(28),
                 ..Default::default()
             },
             &derived()
@@ -142,13 +143,13 @@ fn settings_that_break_the_wait_bound_are_refused() {
         .unwrap_err()
     );
     assert!(
-        e.contains("starve_ms = 24") && e.contains("must exceed 25 ms"),
+        e.contains("starve_ms = 28") && e.contains("must be at least 29 ms"),
         "{e}"
     );
     assert!(p
         .resolve(
             &Overrides {
-                starve_ms: Some(25),
+                starve_ms: Some(29),
                 ..Default::default()
             },
             &derived()

@@ -10,6 +10,8 @@ pub mod pingpong;
 pub mod procstat;
 pub mod share;
 pub mod threads;
+pub mod trace_waits;
+pub mod tracefs;
 
 /// Restricts the calling thread to `cpus`.
 pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {

@@ -1,0 +1,270 @@
+use super::*;
+
+fn switch(ts: &str, cpu: u32, prev: (&str, u32, &str), next: (&str, u32, i32)) -> String {
+    format!(
+        "  {}-{} [{cpu:03}] d..2. {ts}: sched_switch: prev_comm={} prev_pid={} \
+         prev_prio=120 prev_state={} ==> next_comm={} next_pid={} next_prio={}",
+        prev.0, prev.1, prev.0, prev.1, prev.2, next.0, next.1, next.2
+    )
+}
+
+fn wakeup(ts: &str, comm: &str, pid: u32) -> String {
+    format!(
+        "  kworker/u16:1-55 [000] d..3. {ts}: sched_wakeup: comm={comm} pid={pid} \
+         prio=120 target_cpu=001"
+    )
+}
+
+fn book(lines: &[String]) -> WaitBook {
+    book_from_text(&lines.join("\n"))
+}
+
+#[test]
+fn lines_parse_whatever_the_comm_holds() {
+    let line = switch("100.000100", 1, ("my task-x", 7, "R+"), ("a b-c", 42, 120));
+    assert_eq!(
+        parse_line(&line),
+        Some(Event::Switch {
+            ts_ns: 100_000_100_000,
+            cpu: 1,
+            prev_pid: 7,
+            prev_comm: "my task-x",
+            prev_runnable: true,
+            next_pid: 42,
+            next_comm: "a b-c",
+            next_prio: 120,
+        })
+    );
+    let new = "sh-9 [002] ..... 5.5: sched_wakeup_new: comm=sh pid=10 prio=120 target_cpu=002";
+    assert_eq!(
+        parse_line(new),
+        Some(Event::Wakeup {
+            ts_ns: 5_500_000_000,
+            pid: 10,
+            comm: "sh"
+        })
+    );
+    assert_eq!(parse_line("CPU:3 [LOST 17 EVENTS]"), Some(Event::Lost(17)));
+    assert_eq!(
+        parse_line("<idle>-0 [001] d.h1. 7.25: local_timer_entry: vector=236"),
+        Some(Event::Tick {
+            ts_ns: 7_250_000_000
+        })
+    );
+    assert_eq!(
+        parse_line("sh-9 [002] ..... 5.5: sched_migrate_task: pid=1"),
+        None
+    );
+    assert_eq!(
+        parse_line("sh-9 [002] ..... 5.x: sched_wakeup: comm=a pid=1"),
+        None
+    );
+    assert_eq!(parse_line("garbage"), None);
+}
+
+#[test]
+fn a_wait_runs_from_wakeup_or_preemption_to_switch_in() {
+    let b = book(&[
+        wakeup("100.000000", "hostile-pinned", 42),
+        switch(
+            "100.002000",
+            1,
+            ("swapper/1", 0, "R"),
+            ("hostile-pinned", 42, 120),
+        ),
+        // Preempted while runnable: waits again until 100.009.
+        switch(
+            "100.004000",
+            1,
+            ("hostile-pinned", 42, "R+"),
+            ("hog", 50, 120),
+        ),
+        switch(
+            "100.009000",
+            1,
+            ("hog", 50, "S"),
+            ("hostile-pinned", 42, 120),
+        ),
+        // The hog went to sleep (S): no wait for it.
+        switch(
+            "100.010000",
+            1,
+            ("hostile-pinned", 42, "S"),
+            ("swapper/1", 0, 120),
+        ),
+    ]);
+    assert_eq!(b.groups["hostile-pinned"].waits_us, vec![2000, 5000]);
+    assert!(!b.groups.contains_key("hog"));
+    assert!(b.open_waits().is_empty());
+    assert!(complete(&b).is_ok());
+}
+
+#[test]
+fn a_wakeup_of_a_running_task_starts_no_wait() {
+    let b = book(&[
+        switch("1.000000", 0, ("swapper/0", 0, "R"), ("t", 5, 120)),
+        wakeup("1.001000", "t", 5),
+        switch("1.003000", 0, ("t", 5, "S"), ("swapper/0", 0, 120)),
+        wakeup("1.004000", "t", 5),
+        switch("1.004500", 0, ("swapper/0", 0, "R"), ("t", 5, 120)),
+    ]);
+    assert_eq!(b.groups["t"].waits_us, vec![500]);
+}
+
+#[test]
+fn a_task_moved_off_an_offlined_cpu_is_not_left_running_there() {
+    let b = book(&[
+        switch("1.0", 3, ("swapper/3", 0, "R"), ("t", 5, 120)),
+        // CPU 3 goes offline: t is pushed off and runs on CPU 1.
+        switch("1.1", 3, ("t", 5, "R"), ("migration/3", 20, 0)),
+        switch("1.2", 1, ("swapper/1", 0, "R"), ("t", 5, 120)),
+        switch("1.3", 1, ("t", 5, "S"), ("swapper/1", 0, 120)),
+        wakeup("1.4", "t", 5),
+        switch("1.45", 1, ("swapper/1", 0, "R"), ("t", 5, 120)),
+    ]);
+    assert_eq!(b.groups["t"].waits_us, vec![100_000, 50_000]);
+}
+
+#[test]
+fn a_task_that_never_runs_again_is_reported_open() {
+    let b = book(&[
+        wakeup("1.0", "starved", 9),
+        switch("3.5", 2, ("swapper/2", 0, "R"), ("other", 4, 120)),
+    ]);
+    assert!(b.groups.is_empty());
+    assert_eq!(b.open_waits(), vec![(9, "starved", 2_500_000_000)]);
+    let total = b.lines().pop().unwrap();
+    assert!(
+        total.contains("open_waits=1 open_max_us=2500000"),
+        "{total}"
+    );
+}
+
+#[test]
+fn real_time_waits_are_counted_apart() {
+    let b = book(&[
+        wakeup("1.0", "fifo", 9),
+        switch("1.5", 2, ("swapper/2", 0, "R"), ("fifo", 9, 49)),
+    ]);
+    assert!(b.groups.is_empty());
+    assert_eq!(b.rt_waits, 1);
+}
+
+#[test]
+fn a_trace_that_lost_events_is_refused() {
+    let mut b = book(&[wakeup("1.0", "t", 9), "CPU:1 [LOST 3 EVENTS]".to_string()]);
+    assert!(complete(&b)
+        .unwrap_err()
+        .to_string()
+        .contains("lost 3 events"));
+    b.lost_events = 0;
+    assert!(complete(&b).is_ok());
+    assert!(complete(&WaitBook::default()).is_err());
+}
+
+#[test]
+fn groups_drop_cpu_and_instance_numbers() {
+    assert_eq!(group_of("kworker/3:1H"), "kworker");
+    assert_eq!(group_of("ksoftirqd/12"), "ksoftirqd");
+    assert_eq!(group_of("hostile-pinned"), "hostile-pinned");
+    assert_eq!(group_of("cc1plus2"), "cc1plus");
+}
+
+#[test]
+fn lines_put_the_worst_group_first_with_its_quantiles() {
+    let mut b = WaitBook::default();
+    let g = b.groups.entry("a".into()).or_default();
+    for (pid, us) in [(1, 10), (2, 30), (3, 20)] {
+        g.add(pid, us * 1000, false);
+    }
+    b.groups.entry("b".into()).or_default().add(7, 99_000, true);
+    let lines = b.lines();
+    assert!(lines[0].contains("group=b waits=1"), "{lines:?}");
+    assert!(lines[0].contains("max_clear_wait_us=0"), "{lines:?}");
+    assert!(
+        lines[1].contains(
+            "group=a waits=3 p50_wait_us=20 p99_wait_us=30 max_wait_us=30 \
+             max_clear_wait_us=30 worst_pid=2"
+        ),
+        "{lines:?}"
+    );
+    let total = lines.last().unwrap();
+    assert!(total.contains("waits=4") && total.contains("max_wait_us=99"));
+    assert!(total.contains("max_clear_wait_us=30"), "{lines:?}");
+}
+
+fn marker(ts: &str, text: &str) -> String {
+    format!("  sh-300 [004] ..... {ts}: tracing_mark_write: {text}")
+}
+
+#[test]
+fn waits_overlapping_a_hotplug_window_are_told_apart() {
+    let b = book(&[
+        wakeup("1.000", "a", 1),
+        marker("1.010", HOTPLUG_BEGIN),
+        wakeup("1.015", "b", 2),
+        switch("1.020", 0, ("swapper/0", 0, "R"), ("a", 1, 120)),
+        marker("1.030", HOTPLUG_END),
+        // b started waiting inside the window: still affected.
+        switch("1.040", 1, ("swapper/1", 0, "R"), ("b", 2, 120)),
+        // c waits after the window: clear.
+        wakeup("1.050", "c", 3),
+        switch("1.055", 2, ("swapper/2", 0, "R"), ("c", 3, 120)),
+    ]);
+    assert_eq!(b.groups["a"].max_clear_us, 0);
+    assert_eq!(b.groups["b"].max_clear_us, 0);
+    assert_eq!(b.groups["c"].max_clear_us, 5000);
+    let worst: Vec<_> = b.worst.iter().map(|w| (w.pid, w.during_hotplug)).collect();
+    assert_eq!(worst, vec![(2, true), (1, true), (3, false)]);
+}
+
+#[test]
+fn only_the_longest_waits_are_kept_in_order() {
+    let mut lines = Vec::new();
+    for pid in 1..=15u32 {
+        lines.push(wakeup("1.000000", "t", pid));
+        lines.push(switch(
+            &format!("1.{:06}", pid * 10),
+            0,
+            ("swapper/0", 0, "R"),
+            ("t", pid, 120),
+        ));
+        lines.push(switch("1.5", 0, ("t", pid, "S"), ("swapper/0", 0, 120)));
+    }
+    let b = book(&lines);
+    let pids: Vec<u32> = b.worst.iter().map(|w| w.pid).collect();
+    assert_eq!(pids, (6..=15).rev().collect::<Vec<_>>());
+}
+
+#[test]
+fn a_silence_of_every_cpu_inside_a_wait_is_reported() {
+    let b = book(&[
+        wakeup("1.000", "t", 1),
+        switch("1.001", 0, ("swapper/0", 0, "R"), ("u", 2, 120)),
+        // Ticks, then nothing anywhere for 20 ms.
+        "<idle>-0 [001] d.h1. 1.004: local_timer_entry: vector=236".to_string(),
+        "<idle>-0 [002] d.h1. 1.008: local_timer_entry: vector=236".to_string(),
+        switch("1.028", 1, ("swapper/1", 0, "R"), ("v", 3, 120)),
+        switch("1.029", 0, ("u", 2, "S"), ("t", 1, 120)),
+    ]);
+    assert_eq!(b.worst[0].pid, 1);
+    assert_eq!(b.worst[0].machine_gap_ns, 20_000_000);
+    assert_eq!(b.worst[0].wait_ns, 29_000_000);
+}
+
+#[test]
+fn reschedule_ipis_are_timed_from_send_to_entry() {
+    let b = book_from_text(
+        "sh-1 [000] d..1. 2.000: ipi_send_cpu: cpu=3 callsite=resched_curr+0x5c/0xc0 callback=0x0\n\
+         sh-1 [001] d..1. 2.001: ipi_send_cpu: cpu=3 callsite=resched_curr+0x5c/0xc0 callback=0x0\n\
+         sh-1 [000] d..1. 2.002: ipi_send_cpu: cpu=2 callsite=x+0x1/0x2 callback=do_sync_core+0x0/0x30\n\
+         <idle>-0 [003] d.h1. 2.007: reschedule_entry: vector=253\n\
+         <idle>-0 [002] d.h1. 2.008: reschedule_entry: vector=253\n",
+    );
+    // The first send to CPU 3 counts; CPU 2's IPI carried a callback.
+    assert_eq!(b.resched.waits_us, vec![7000]);
+    assert!(b
+        .lines()
+        .iter()
+        .any(|l| l.contains("resched_ipis=1 ") && l.contains("max_ipi_us=7000")));
+}
