@@ -218,9 +218,13 @@ const GAP_NS: u64 = 5_000_000;
 #[derive(Debug, Default)]
 pub struct WaitBook {
     runnable_since: HashMap<u32, (u64, String)>,
-    /// pid -> the CPU it runs on (a pid runs on one CPU at a time, so a
-    /// switch-in elsewhere replaces an entry a hotplugged CPU left behind).
-    running: HashMap<u32, u32>,
+    /// pid -> the CPU it runs on and since when (a pid runs on one CPU at
+    /// a time, so a switch-in elsewhere replaces an entry a hotplugged CPU
+    /// left behind).
+    running: HashMap<u32, (u32, u64)>,
+    /// pid -> its group and the time it ran: how evenly a group's tasks
+    /// shared the CPUs.
+    ran: HashMap<u32, (String, u64)>,
     pub groups: HashMap<String, GroupWaits>,
     /// The longest waits, longest first (at most `WORST_KEPT`).
     pub worst: Vec<Wait>,
@@ -296,13 +300,19 @@ impl WaitBook {
                 next_prio,
             } => {
                 self.runnable_since.remove(&prev_pid);
-                self.running.remove(&prev_pid);
+                if let Some((_, since)) = self.running.remove(&prev_pid) {
+                    let ran = self
+                        .ran
+                        .entry(prev_pid)
+                        .or_insert_with(|| (group_of(prev_comm).to_string(), 0));
+                    ran.1 += ts_ns.saturating_sub(since);
+                }
                 if prev_runnable && prev_pid != 0 {
                     self.runnable_since
                         .insert(prev_pid, (ts_ns, prev_comm.to_string()));
                 }
                 if next_pid != 0 {
-                    self.running.insert(next_pid, cpu);
+                    self.running.insert(next_pid, (cpu, ts_ns));
                 }
                 if let Some((since, _)) = self.runnable_since.remove(&next_pid) {
                     if next_prio < 100 {
@@ -361,6 +371,24 @@ impl WaitBook {
         open
     }
 
+    /// How evenly @group's tasks ran: the 10th and 90th percentile of
+    /// their run times (ns; percentiles, so one short-lived task or an
+    /// idle parent does not decide it), and how many tasks ran.
+    pub fn run_spread(&self, group: &str) -> (u64, u64, usize) {
+        let mut times: Vec<u64> = self
+            .ran
+            .values()
+            .filter(|(g, _)| g == group)
+            .map(|(_, ns)| *ns)
+            .collect();
+        times.sort_unstable();
+        let at = |q: f64| match times.len() {
+            0 => 0,
+            n => times[((q * n as f64).ceil() as usize).clamp(1, n) - 1],
+        };
+        (at(0.1), at(0.9), times.len())
+    }
+
     /// Result lines: one per group (largest wait first), then the total.
     pub fn lines(&self) -> Vec<String> {
         let mut groups: Vec<_> = self.groups.iter().collect();
@@ -368,15 +396,19 @@ impl WaitBook {
         let mut out: Vec<String> = groups
             .iter()
             .map(|(name, g)| {
+                let (run_p10, run_p90, tasks) = self.run_spread(name);
                 format!(
                     "result observer=trace group={name} waits={} p50_wait_us={} \
-                     p99_wait_us={} max_wait_us={} max_clear_wait_us={} worst_pid={}",
+                     p99_wait_us={} max_wait_us={} max_clear_wait_us={} worst_pid={} \
+                     tasks={tasks} run_p10_ms={} run_p90_ms={}",
                     g.waits_us.len(),
                     g.quantile_us(0.5),
                     g.quantile_us(0.99),
                     g.max_us(),
                     g.max_clear_us,
-                    g.worst_pid
+                    g.worst_pid,
+                    run_p10 / 1_000_000,
+                    run_p90 / 1_000_000
                 )
             })
             .collect();
