@@ -26,6 +26,21 @@ pub enum Command {
     /// Shared spaces: create, run a member, list, destroy.
     #[command(subcommand)]
     Pvas(PvasCommand),
+    /// Replay a per-task counter stream through the task classifier and
+    /// print every class change and the final classes: how a policy's
+    /// `[classify]` thresholds judge recorded (or synthetic) counters,
+    /// without a PMU or root.
+    Classify {
+        /// A CSV stream (see userspace/classify/src/replay.rs for the
+        /// format) or the name of a shipped one: compute, pm-writer,
+        /// memory-streamer, phase-change.
+        #[arg(long, value_name = "FILE|NAME")]
+        replay: String,
+        /// Policy whose `[classify]` thresholds judge it: a preset name or
+        /// a TOML file.
+        #[arg(short, long, default_value = "sky1")]
+        policy: String,
+    },
     /// Show the CPU topology and the decay thresholds derived from it.
     Topology {
         /// Cache refill rate per CPU, in MB/s (see --cache-fill-mbps).

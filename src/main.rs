@@ -7,7 +7,7 @@ mod pvas_cli;
 mod scheduler;
 mod stats;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
 use scheduler::Scheduler;
@@ -55,6 +55,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Some(Command::Classify { replay, policy }) => replay_classes(&replay, &policy),
         Some(Command::Topology { cache_fill_mbps }) => show_topology(cache_fill_mbps),
         Some(Command::Pvas(cmd)) => pvas_cli::run(cmd),
     }
@@ -73,6 +74,37 @@ fn run_scheduler(opts: &cli::RunOpts) -> Result<()> {
         }
         log::info!("restarting at the kernel's request");
     }
+}
+
+/// `scx_sky classify --replay`: the classifier on a stream, no PMU needed.
+fn replay_classes(stream: &str, policy: &str) -> Result<()> {
+    use sky_classify::replay;
+    let thresholds = sky_policy::Policy::load(policy)?.classify;
+    let text = match replay::SHIPPED.iter().find(|(name, _)| *name == stream) {
+        Some((_, text)) => text.to_string(),
+        None => std::fs::read_to_string(stream).with_context(|| {
+            let names: Vec<_> = replay::SHIPPED.iter().map(|(n, _)| *n).collect();
+            format!(
+                "reading counter stream {stream} (not a file; shipped streams: {})",
+                names.join(", ")
+            )
+        })?,
+    };
+    let records = replay::parse(&text, stream)?;
+    let (decisions, classifier) = replay::run(&records, thresholds)?;
+    for d in &decisions {
+        println!(
+            "period {:>4}  {:<16} {} -> {}",
+            d.period, d.task, d.transition.from, d.transition.to
+        );
+    }
+    let mut tasks: Vec<&String> = records.iter().map(|r| &r.task).collect();
+    tasks.sort();
+    tasks.dedup();
+    for task in tasks {
+        println!("final  {:<16} {}", task, classifier.class_of(task));
+    }
+    Ok(())
 }
 
 fn show_topology(cache_fill_mbps: u64) -> Result<()> {

@@ -6,6 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+use sky_classify::Thresholds;
 use sky_topology::DecayThresholds;
 use std::path::Path;
 
@@ -30,7 +31,7 @@ pub enum DecayRule {
 }
 
 /// A policy as written in a `scheds/*.toml` file.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     pub name: String,
@@ -54,6 +55,10 @@ pub struct Policy {
     pub decay_llc_us: Option<u64>,
     pub decay_core_kb: Option<u64>,
     pub decay_llc_kb: Option<u64>,
+    /// Where task classes begin and end (`[classify]`; defaults if left
+    /// out).
+    #[serde(default)]
+    pub classify: Thresholds,
 }
 
 fn default_decay() -> DecayRule {
@@ -185,6 +190,7 @@ impl Policy {
             AFFINITY_GRACE_US,
         )?;
         self.check_wait_bound()?;
+        self.classify.validate()?;
         for (field, value, range) in [
             ("decay_core_us", self.decay_core_us, DECAY_US),
             ("decay_llc_us", self.decay_llc_us, DECAY_US),

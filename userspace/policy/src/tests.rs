@@ -182,3 +182,26 @@ fn decay_rules_parse_and_bad_ones_are_named() {
     );
     assert!(e.contains("decay_core_kb"), "{e}");
 }
+
+#[test]
+fn classify_thresholds_come_from_the_policy_and_bad_ones_are_named() {
+    let p = Policy::load("sky1").unwrap();
+    assert_eq!(p.classify, sky_classify::Thresholds::default());
+    let text = format!("{}\n[classify]\ndwell_periods = 5\n", PRESETS[0].1);
+    assert_eq!(
+        Policy::parse(&text, "p.toml")
+            .unwrap()
+            .classify
+            .dwell_periods,
+        5
+    );
+    let text = format!("{}\n[classify]\npm_stall_leave = 0.9\n", PRESETS[0].1);
+    let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
+    assert!(
+        e.contains("p.toml") && e.contains("classify.pm_stall_leave"),
+        "{e}"
+    );
+    let text = format!("{}\n[classify]\nstall = 0.9\n", PRESETS[0].1);
+    let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
+    assert!(e.contains("stall"), "{e}");
+}

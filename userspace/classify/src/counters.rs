@@ -1,0 +1,69 @@
+//! Per-task counter deltas over one period, and the features classes are
+//! judged by.
+
+/// What the PMU counted while one task ran during one period. Events the
+/// CPU does not offer are `None`: features that need them are unknown,
+/// never guessed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counters {
+    pub cycles: u64,
+    pub instructions: u64,
+    pub llc_misses: Option<u64>,
+    /// Cycles the back end stalled (memory or resources), where offered.
+    pub stall_cycles: Option<u64>,
+    /// Retired stores, where offered.
+    pub stores: Option<u64>,
+}
+
+impl Counters {
+    /// Scales counts read from a multiplexed event: it counted only for
+    /// `running` of the `enabled` nanoseconds, so the counts are
+    /// extrapolated by `enabled / running` (as perf does). Nothing counted
+    /// (`running == 0`) gives zeros.
+    pub fn scaled(self, enabled_ns: u64, running_ns: u64) -> Counters {
+        if running_ns == 0 {
+            return Counters::default();
+        }
+        if running_ns >= enabled_ns {
+            return self;
+        }
+        let scale = |v: u64| (v as u128 * enabled_ns as u128 / running_ns as u128) as u64;
+        Counters {
+            cycles: scale(self.cycles),
+            instructions: scale(self.instructions),
+            llc_misses: self.llc_misses.map(scale),
+            stall_cycles: self.stall_cycles.map(scale),
+            stores: self.stores.map(scale),
+        }
+    }
+
+    /// The features of this period, or `None` if the task hardly ran (too
+    /// few instructions for ratios to mean anything).
+    pub fn features(&self, min_instructions: u64) -> Option<Features> {
+        if self.instructions < min_instructions.max(1) || self.cycles == 0 {
+            return None;
+        }
+        let per_ki = |v: u64| v as f64 * 1000.0 / self.instructions as f64;
+        Some(Features {
+            cpi: self.cycles as f64 / self.instructions as f64,
+            llc_mpki: self.llc_misses.map(per_ki),
+            stall_share: self
+                .stall_cycles
+                .map(|s| (s as f64 / self.cycles as f64).min(1.0)),
+            stores_pki: self.stores.map(per_ki),
+        })
+    }
+}
+
+/// Ratios that tell the classes apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Features {
+    /// Cycles per instruction.
+    pub cpi: f64,
+    /// Last-level cache misses per thousand instructions.
+    pub llc_mpki: Option<f64>,
+    /// Share of cycles the back end stalled (0..=1).
+    pub stall_share: Option<f64>,
+    /// Stores per thousand instructions.
+    pub stores_pki: Option<f64>,
+}

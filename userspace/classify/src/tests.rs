@@ -1,0 +1,185 @@
+use super::*;
+use crate::replay::{parse, run, Decision, SHIPPED};
+use crate::thresholds::Thresholds;
+
+fn shipped(name: &str) -> Vec<replay::Record> {
+    let text = SHIPPED.iter().find(|(n, _)| *n == name).unwrap().1;
+    parse(text, name).unwrap()
+}
+
+fn decisions(name: &str) -> (Vec<Decision>, Classifier<String>) {
+    run(&shipped(name), Thresholds::default()).unwrap()
+}
+
+fn changes_of(d: &[Decision], task: &str) -> Vec<(u64, Class)> {
+    d.iter()
+        .filter(|d| d.task == task)
+        .map(|d| (d.period, d.transition.to))
+        .collect()
+}
+
+/// The dwell is 3 periods: a steady task is classed at its third period
+/// (period 2), and never changes again, outliers and all.
+#[test]
+fn steady_tasks_are_classed_after_the_dwell_and_stay() {
+    let (d, c) = decisions("compute");
+    assert_eq!(changes_of(&d, "idiv"), vec![(2, Class::Compute)]);
+    assert_eq!(changes_of(&d, "matmul"), vec![(2, Class::Compute)]);
+    let (d, c2) = decisions("pm-writer");
+    assert_eq!(changes_of(&d, "pmw-a"), vec![(2, Class::PmWriter)]);
+    // Its stall dips between the leave and the enter threshold: it stays.
+    assert_eq!(changes_of(&d, "pmw-b"), vec![(2, Class::PmWriter)]);
+    let (d, c3) = decisions("memory-streamer");
+    assert_eq!(changes_of(&d, "stream"), vec![(2, Class::MemoryBound)]);
+    assert_eq!(c.class_of(&"idiv".to_string()), Class::Compute);
+    assert_eq!(c2.class_of(&"pmw-b".to_string()), Class::PmWriter);
+    assert_eq!(c3.class_of(&"stream".to_string()), Class::MemoryBound);
+}
+
+#[test]
+fn a_phase_change_is_followed_within_the_dwell() {
+    let (d, _) = decisions("phase-change");
+    assert_eq!(
+        changes_of(&d, "phases"),
+        vec![
+            (2, Class::Compute),
+            (12, Class::PmWriter),
+            (22, Class::Compute)
+        ]
+    );
+}
+
+#[test]
+fn one_odd_period_does_not_flap_the_class() {
+    let mut c = Classifier::new(Thresholds::default()).unwrap();
+    let compute = Counters {
+        cycles: 1_000_000,
+        instructions: 800_000,
+        llc_misses: Some(100),
+        stall_cycles: Some(100_000),
+        stores: Some(1_000),
+    };
+    let pm = Counters {
+        llc_misses: Some(30_000),
+        stall_cycles: Some(800_000),
+        stores: Some(200_000),
+        ..compute
+    };
+    let task = 7u32;
+    let mut changes = 0;
+    // Two pm-like periods in every three never make a dwell of three.
+    for i in 0..30 {
+        let counters = if i >= 3 && i % 3 != 0 { pm } else { compute };
+        changes += usize::from(c.observe(&task, &counters).is_some());
+    }
+    assert_eq!(c.class_of(&task), Class::Compute);
+    assert_eq!(changes, 1, "only the first classification");
+    assert_eq!(c.census()[1], (Class::Compute, 1));
+    c.forget(&task);
+    assert_eq!(c.class_of(&task), Class::Unknown);
+}
+
+#[test]
+fn missing_events_degrade_to_what_is_counted() {
+    let t = Thresholds::default();
+    // Only cycles and instructions: CPI decides compute; nothing can be
+    // a PM writer or memory-bound.
+    let generic = Counters {
+        cycles: 1_000_000,
+        instructions: 1_000_000,
+        ..Default::default()
+    };
+    let f = generic.features(t.min_instructions.min(1000)).unwrap();
+    assert!(t.is_compute(&f, thresholds::Side::Enter));
+    assert!(!t.is_pm_writer(&f, thresholds::Side::Enter));
+    assert!(!t.is_memory_bound(&f, thresholds::Side::Enter));
+    let slow = Counters {
+        cycles: 5_000_000,
+        ..generic
+    };
+    let f = slow.features(1000).unwrap();
+    assert!(!t.is_compute(&f, thresholds::Side::Enter));
+    // A period in which the task hardly ran says nothing.
+    assert_eq!(generic.features(2_000_000), None);
+}
+
+#[test]
+fn multiplexed_counts_are_scaled_up() {
+    let c = Counters {
+        cycles: 100,
+        instructions: 50,
+        llc_misses: Some(10),
+        stall_cycles: None,
+        stores: Some(4),
+    };
+    let s = c.scaled(400, 100);
+    assert_eq!(
+        (s.cycles, s.instructions, s.llc_misses),
+        (400, 200, Some(40))
+    );
+    assert_eq!((s.stall_cycles, s.stores), (None, Some(16)));
+    assert_eq!(c.scaled(100, 100), c);
+    assert_eq!(c.scaled(100, 0), Counters::default());
+}
+
+#[test]
+fn bad_streams_name_the_line_and_field() {
+    let err = |text: &str| format!("{:#}", parse(text, "s.csv").unwrap_err());
+    let e = err("period,task,cycles,instructions\n0,a,12x,5\n");
+    assert!(
+        e.contains("s.csv line 2") && e.contains("\"cycles\"") && e.contains("12x"),
+        "{e}"
+    );
+    let e = err("period,task,cycles\n");
+    assert!(e.contains("no \"instructions\" column"), "{e}");
+    let e = err("period,task,cycles,instructions,flushes\n");
+    assert!(e.contains("unknown column \"flushes\""), "{e}");
+    let e = err("# c\n\nperiod,task,cycles,instructions\n0,a,1\n");
+    assert!(
+        e.contains("line 4") && e.contains("3 fields where the header has 4"),
+        "{e}"
+    );
+    let e = err("period,task,cycles,instructions,enabled_ns\n0,a,1,1,5\n");
+    assert!(e.contains("enabled_ns and running_ns go together"), "{e}");
+    let e = err("period,task,cycles,instructions\n0,,1,1\n");
+    assert!(e.contains("\"task\" is empty"), "{e}");
+    assert!(err("").contains("no header"));
+    // Empty optional fields are events the CPU does not count.
+    let r = parse(
+        "period,task,cycles,instructions,stores\n3,a,10,5,\n",
+        "ok.csv",
+    )
+    .unwrap();
+    assert_eq!(r[0].counters.stores, None);
+    assert_eq!(r[0].period, 3);
+}
+
+#[test]
+fn unknown_class_names_list_the_valid_ones() {
+    let e = "pm_writer".parse::<Class>().unwrap_err().to_string();
+    assert!(
+        e.contains("pm_writer") && e.contains("compute, pm-writer, memory-bound"),
+        "{e}"
+    );
+    for c in Class::ALL {
+        assert_eq!(c.name().parse::<Class>().unwrap(), c);
+    }
+}
+
+#[test]
+fn thresholds_that_would_flap_or_mean_nothing_are_refused_by_name() {
+    let bad = |edit: &str| {
+        let t: Thresholds = toml::from_str(edit).unwrap();
+        format!("{:#}", t.validate().unwrap_err())
+    };
+    let e = bad("pm_stall_leave = 0.5");
+    assert!(e.contains("classify.pm_stall_leave must be looser"), "{e}");
+    let e = bad("pm_stall_enter = 1.5");
+    assert!(e.contains("classify.pm_stall_enter = 1.5"), "{e}");
+    let e = bad("memory_mpki_enter = -1.0");
+    assert!(e.contains("classify.memory_mpki_enter = -1"), "{e}");
+    assert!(bad("dwell_periods = 0").contains("dwell_periods"));
+    assert!(toml::from_str::<Thresholds>("pm_stall = 0.4").is_err());
+    assert!(Thresholds::default().validate().is_ok());
+    assert!(Classifier::<u32>::new(toml::from_str("compute_cpi_leave = 1.0").unwrap()).is_err());
+}
