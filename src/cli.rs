@@ -40,6 +40,12 @@ pub enum Command {
         /// a TOML file.
         #[arg(short, long, default_value = "sky1")]
         policy: String,
+        /// Class hint, `[comm:|cgroup:|pid:]PATTERN=CLASS` (repeatable;
+        /// classes: compute, pm-writer, memory-bound, unknown): a task whose
+        /// name matches the glob gets the class whatever its counters say.
+        /// Tried before the policy's `[[class_rule]]` tables.
+        #[arg(long = "class", value_name = "RULE")]
+        classes: Vec<String>,
     },
     /// Show the CPU topology and the decay thresholds derived from it.
     Topology {

@@ -55,7 +55,11 @@ fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Some(Command::Classify { replay, policy }) => replay_classes(&replay, &policy),
+        Some(Command::Classify {
+            replay,
+            policy,
+            classes,
+        }) => replay_classes(&replay, &policy, &classes),
         Some(Command::Topology { cache_fill_mbps }) => show_topology(cache_fill_mbps),
         Some(Command::Pvas(cmd)) => pvas_cli::run(cmd),
     }
@@ -77,9 +81,10 @@ fn run_scheduler(opts: &cli::RunOpts) -> Result<()> {
 }
 
 /// `scx_sky classify --replay`: the classifier on a stream, no PMU needed.
-fn replay_classes(stream: &str, policy: &str) -> Result<()> {
-    use sky_classify::replay;
-    let thresholds = sky_policy::Policy::load(policy)?.classify;
+fn replay_classes(stream: &str, policy: &str, class_rules: &[String]) -> Result<()> {
+    use sky_classify::{replay, Hints, TaskId};
+    let policy = sky_policy::Policy::load(policy)?;
+    let hints = Hints::new(class_rules, &policy.class_rule)?;
     let text = match replay::SHIPPED.iter().find(|(name, _)| *name == stream) {
         Some((_, text)) => text.to_string(),
         None => std::fs::read_to_string(stream).with_context(|| {
@@ -91,7 +96,7 @@ fn replay_classes(stream: &str, policy: &str) -> Result<()> {
         })?,
     };
     let records = replay::parse(&text, stream)?;
-    let (decisions, classifier) = replay::run(&records, thresholds)?;
+    let (decisions, classifier) = replay::run(&records, policy.classify)?;
     for d in &decisions {
         println!(
             "period {:>4}  {:<16} {} -> {}",
@@ -102,7 +107,16 @@ fn replay_classes(stream: &str, policy: &str) -> Result<()> {
     tasks.sort();
     tasks.dedup();
     for task in tasks {
-        println!("final  {:<16} {}", task, classifier.class_of(task));
+        let counted = classifier.class_of(task);
+        let id = TaskId {
+            pid: 0,
+            comm: task,
+            cgroup: "",
+        };
+        match hints.class_for(&id) {
+            Some(hinted) => println!("final  {task:<16} {hinted} (hint; counters: {counted})"),
+            None => println!("final  {task:<16} {counted}"),
+        }
     }
     Ok(())
 }

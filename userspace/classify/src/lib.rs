@@ -9,12 +9,14 @@
 pub mod class;
 pub mod classifier;
 pub mod counters;
+pub mod hints;
 pub mod replay;
 pub mod thresholds;
 
 pub use class::Class;
 pub use classifier::{Classifier, Transition};
 pub use counters::{Counters, Features};
+pub use hints::{Hints, Rule, RuleSpec, TaskId};
 pub use thresholds::Thresholds;
 
 #[cfg(test)]

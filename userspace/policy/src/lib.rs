@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
-use sky_classify::Thresholds;
+use sky_classify::{Hints, RuleSpec, Thresholds};
 use sky_topology::DecayThresholds;
 use std::path::Path;
 
@@ -59,6 +59,10 @@ pub struct Policy {
     /// out).
     #[serde(default)]
     pub classify: Thresholds,
+    /// Class hints (`[[class_rule]]` tables), tried after the command
+    /// line's `--class` rules.
+    #[serde(default)]
+    pub class_rule: Vec<RuleSpec>,
 }
 
 fn default_decay() -> DecayRule {
@@ -191,6 +195,7 @@ impl Policy {
         )?;
         self.check_wait_bound()?;
         self.classify.validate()?;
+        Hints::new(&[], &self.class_rule)?;
         for (field, value, range) in [
             ("decay_core_us", self.decay_core_us, DECAY_US),
             ("decay_llc_us", self.decay_llc_us, DECAY_US),

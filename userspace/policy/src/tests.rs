@@ -205,3 +205,22 @@ fn classify_thresholds_come_from_the_policy_and_bad_ones_are_named() {
     let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
     assert!(e.contains("stall"), "{e}");
 }
+
+#[test]
+fn class_rules_are_read_and_bad_ones_named() {
+    let text = format!(
+        "{}\n[[class_rule]]\ncomm = \"pmw*\"\nclass = \"pm-writer\"\n",
+        PRESETS[0].1
+    );
+    let p = Policy::parse(&text, "p.toml").unwrap();
+    assert_eq!(p.class_rule.len(), 1);
+    let text = format!(
+        "{}\n[[class_rule]]\ncomm = \"pmw*\"\nclass = \"pm-writer\"\n[[class_rule]]\npid = 3\nclass = \"writer\"\n",
+        PRESETS[0].1
+    );
+    let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
+    assert!(
+        e.contains("p.toml") && e.contains("class_rule 2: field class"),
+        "{e}"
+    );
+}

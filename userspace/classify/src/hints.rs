@@ -1,0 +1,139 @@
+//! Class hints: rules that name a task's class outright, for machines
+//! without a usable PMU and for operators who know better. A rule matches
+//! a task by name (comm glob), cgroup path (glob) or pid; on the command
+//! line it is `--class [comm:|cgroup:|pid:]PATTERN=CLASS`, in a policy file
+//! a `[[class_rule]]` table with one of `comm`, `cgroup`, `pid` and a
+//! `class`. Rules are tried in order, command line first; a hint beats
+//! the PMU, and the PMU beats unknown (`Hints::resolve`).
+
+use crate::class::Class;
+use anyhow::{bail, Context, Result};
+use glob::Pattern;
+use serde::Deserialize;
+
+/// What a rule matches a task by.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Matcher {
+    Comm(Pattern),
+    Cgroup(Pattern),
+    Pid(u32),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub matcher: Matcher,
+    pub class: Class,
+}
+
+/// What a task is known by when a rule is tried.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskId<'a> {
+    pub pid: u32,
+    pub comm: &'a str,
+    pub cgroup: &'a str,
+}
+
+fn pattern(text: &str, what: &str) -> Result<Pattern> {
+    if text.is_empty() {
+        bail!("the {what} pattern is empty");
+    }
+    Pattern::new(text).with_context(|| format!("{what} pattern {text:?} is not a valid glob"))
+}
+
+impl Rule {
+    /// Parses `--class [comm:|cgroup:|pid:]PATTERN=CLASS`.
+    pub fn parse(arg: &str) -> Result<Rule> {
+        let parse = || -> Result<Rule> {
+            let (left, class) = arg
+                .rsplit_once('=')
+                .context("expected [comm:|cgroup:|pid:]PATTERN=CLASS")?;
+            let class: Class = class.trim().parse()?;
+            let matcher = if let Some(pid) = left.strip_prefix("pid:") {
+                Matcher::Pid(
+                    pid.parse()
+                        .with_context(|| format!("pid {pid:?} is not a process ID"))?,
+                )
+            } else if let Some(glob) = left.strip_prefix("cgroup:") {
+                Matcher::Cgroup(pattern(glob, "cgroup")?)
+            } else {
+                Matcher::Comm(pattern(left.strip_prefix("comm:").unwrap_or(left), "comm")?)
+            };
+            Ok(Rule { matcher, class })
+        };
+        parse().with_context(|| format!("--class {arg:?}"))
+    }
+
+    pub fn matches(&self, task: &TaskId<'_>) -> bool {
+        match &self.matcher {
+            Matcher::Comm(p) => p.matches(task.comm),
+            Matcher::Cgroup(p) => p.matches(task.cgroup),
+            Matcher::Pid(pid) => *pid == task.pid,
+        }
+    }
+}
+
+/// A `[[class_rule]]` table of a policy file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    pub comm: Option<String>,
+    pub cgroup: Option<String>,
+    pub pid: Option<u32>,
+    pub class: String,
+}
+
+impl RuleSpec {
+    /// The rule, or an error naming the table (`index`, from 1) and field.
+    pub fn rule(&self, index: usize) -> Result<Rule> {
+        let build = || -> Result<Rule> {
+            let class: Class = self.class.parse().context("field class")?;
+            let matcher = match (&self.comm, &self.cgroup, self.pid) {
+                (Some(c), None, None) => Matcher::Comm(pattern(c, "comm").context("field comm")?),
+                (None, Some(c), None) => {
+                    Matcher::Cgroup(pattern(c, "cgroup").context("field cgroup")?)
+                }
+                (None, None, Some(pid)) => Matcher::Pid(pid),
+                _ => bail!("give exactly one of comm, cgroup, pid"),
+            };
+            Ok(Rule { matcher, class })
+        };
+        build().with_context(|| format!("class_rule {index}"))
+    }
+}
+
+/// The rules, command line first, then the policy's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Hints {
+    rules: Vec<Rule>,
+}
+
+impl Hints {
+    pub fn new(command_line: &[String], policy: &[RuleSpec]) -> Result<Hints> {
+        let mut rules = command_line
+            .iter()
+            .map(|a| Rule::parse(a))
+            .collect::<Result<Vec<_>>>()?;
+        for (i, spec) in policy.iter().enumerate() {
+            rules.push(spec.rule(i + 1)?);
+        }
+        Ok(Hints { rules })
+    }
+
+    /// The class the first matching rule names, if any.
+    pub fn class_for(&self, task: &TaskId<'_>) -> Option<Class> {
+        self.rules.iter().find(|r| r.matches(task)).map(|r| r.class)
+    }
+
+    /// A hint beats the PMU; the PMU beats unknown.
+    pub fn resolve(&self, task: &TaskId<'_>, from_counters: Class) -> Class {
+        self.class_for(task).unwrap_or(from_counters)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+#[cfg(test)]
+#[path = "hints_tests.rs"]
+mod tests;

@@ -1,0 +1,78 @@
+use super::*;
+
+fn task<'a>(pid: u32, comm: &'a str, cgroup: &'a str) -> TaskId<'a> {
+    TaskId { pid, comm, cgroup }
+}
+
+#[test]
+fn rules_match_by_comm_cgroup_or_pid_in_order() {
+    let cli = [
+        "pmw*=pm-writer",
+        "cgroup:/batch/*=compute",
+        "pid:42=memory-bound",
+    ]
+    .map(String::from);
+    let policy = [RuleSpec {
+        comm: Some("cpu?".into()),
+        cgroup: None,
+        pid: None,
+        class: "compute".into(),
+    }];
+    let h = Hints::new(&cli, &policy).unwrap();
+    assert_eq!(h.class_for(&task(1, "pmw-a", "/")), Some(Class::PmWriter));
+    assert_eq!(
+        h.class_for(&task(1, "sh", "/batch/j1")),
+        Some(Class::Compute)
+    );
+    assert_eq!(h.class_for(&task(42, "sh", "/")), Some(Class::MemoryBound));
+    assert_eq!(h.class_for(&task(1, "cpu1", "/")), Some(Class::Compute));
+    assert_eq!(h.class_for(&task(1, "cpu12", "/")), None);
+    // The command line comes first: a pmw task in /batch is a PM writer.
+    assert_eq!(
+        h.class_for(&task(1, "pmw", "/batch/x")),
+        Some(Class::PmWriter)
+    );
+    // A hint beats the counters; the counters beat unknown.
+    assert_eq!(
+        h.resolve(&task(1, "pmw", "/"), Class::Compute),
+        Class::PmWriter
+    );
+    assert_eq!(
+        h.resolve(&task(1, "sh", "/"), Class::Compute),
+        Class::Compute
+    );
+    assert!(Hints::default().is_empty() && !h.is_empty());
+}
+
+#[test]
+fn bad_rules_are_refused_naming_the_rule_and_what_is_wrong() {
+    let e = |arg: &str| format!("{:#}", Rule::parse(arg).unwrap_err());
+    assert!(e("pmw*").contains("--class \"pmw*\"") && e("pmw*").contains("PATTERN=CLASS"));
+    let bad_class = e("pmw*=pm_writer");
+    assert!(
+        bad_class.contains("unknown class \"pm_writer\"") && bad_class.contains("pm-writer"),
+        "{bad_class}"
+    );
+    assert!(e("pid:abc=compute").contains("not a process ID"));
+    assert!(e("[x=compute").contains("not a valid glob"));
+    assert!(e("=compute").contains("comm pattern is empty"));
+    let spec = |comm: Option<&str>, pid: Option<u32>, class: &str| RuleSpec {
+        comm: comm.map(String::from),
+        cgroup: None,
+        pid,
+        class: class.into(),
+    };
+    let e = |s: RuleSpec| {
+        format!(
+            "{:#}",
+            Hints::new(&[], &[spec(Some("a"), None, "compute"), s]).unwrap_err()
+        )
+    };
+    assert!(e(spec(Some("a"), Some(3), "compute")).contains("class_rule 2: give exactly one"));
+    assert!(e(spec(None, None, "compute")).contains("exactly one"));
+    let bad = e(spec(Some("a"), None, "io"));
+    assert!(
+        bad.contains("class_rule 2: field class: unknown class \"io\""),
+        "{bad}"
+    );
+}
