@@ -9,6 +9,7 @@ pub mod hostile;
 pub mod pingpong;
 pub mod procstat;
 pub mod share;
+pub mod smt_pair;
 pub mod threads;
 pub mod trace_waits;
 pub mod tracefs;
@@ -52,6 +53,22 @@ pub fn percentile(samples: &mut [u64], p: f64) -> u64 {
     samples.sort_unstable();
     let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
     samples[rank.clamp(1, samples.len()) - 1]
+}
+
+/// Names the calling thread (its comm, at most 15 bytes), as class hints
+/// and the tracepoint observer see it.
+pub fn set_comm(name: &str) -> anyhow::Result<()> {
+    let mut buf = [0u8; 16];
+    let n = name.len().min(15);
+    buf[..n].copy_from_slice(&name.as_bytes()[..n]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    if unsafe { libc::prctl(libc::PR_SET_NAME, buf.as_ptr()) } != 0 {
+        anyhow::bail!(
+            "naming the task {name:?}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

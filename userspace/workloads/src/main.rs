@@ -114,6 +114,30 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         buffer_mb: u64,
     },
+    /// A persistent-memory writer (SMT pairing's stall-heavy kind): random
+    /// 256 B writes into a shared file mapping, each flushed (clflush) and
+    /// fenced; prints the writes done. The process is named `pm-writer`.
+    PmWrite {
+        /// File to write: on a DAX mount of /dev/pmem0 for persistent
+        /// memory, anywhere else for DRAM.
+        #[arg(long)]
+        file: std::path::PathBuf,
+        /// Size of the region written at random, in MiB.
+        #[arg(long, default_value_t = 64)]
+        size_mb: u64,
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
+    /// A compute task (SMT pairing's execution-unit-heavy kind): an
+    /// integer-division loop, a cache-resident matrix multiply or a
+    /// memory-streaming matrix add; prints the rounds done. The process is
+    /// named `cpu-<kind>`.
+    Compute {
+        #[arg(long, value_enum, default_value = "idiv")]
+        kind: sky_workloads::smt_pair::ComputeKind,
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
     /// Start N threads at once, each spinning briefly, and wait for all.
     Burst {
         #[arg(long, default_value_t = 10_000)]
@@ -201,6 +225,29 @@ fn run(cli: Cli) -> Result<()> {
             seconds,
         } => println!("{}", share::run(&nices, cpu, secs(seconds)?)?.line()),
         Command::TraceWaits { seconds, buffer_mb } => trace_waits(secs(seconds)?, buffer_mb)?,
+        Command::PmWrite {
+            file,
+            size_mb,
+            seconds,
+        } => {
+            let duration = secs(seconds)?;
+            sky_workloads::set_comm("pm-writer")?;
+            let writes = sky_workloads::smt_pair::pm_write(&file, size_mb, duration)?;
+            println!(
+                "result workload=pm-write size_mb={size_mb} writes={writes} writes_per_s={:.0}",
+                writes as f64 / seconds.max(1e-9)
+            );
+        }
+        Command::Compute { kind, seconds } => {
+            let duration = secs(seconds)?;
+            let name = format!("{kind:?}").to_lowercase();
+            sky_workloads::set_comm(&format!("cpu-{name}"))?;
+            let rounds = sky_workloads::smt_pair::compute(kind, duration);
+            println!(
+                "result workload=compute kind={name} rounds={rounds} rounds_per_s={:.1}",
+                rounds as f64 / seconds.max(1e-9)
+            );
+        }
         Command::Burst { count, spin_us } => {
             let t = Instant::now();
             let ran = threads::burst(count, Duration::from_micros(spin_us))?;
