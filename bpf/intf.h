@@ -32,6 +32,20 @@ enum sky_consts {
 	SKY_WALK_MAX		= 32,
 	/* Hard cap on the tasks of one queue the starvation scan inspects. */
 	SKY_SCAN_MAX		= 512,
+	/* Most tasks the daemon can give a class at once. */
+	SKY_CLASSED_MAX		= 65536,
+};
+
+/*
+ * A task's class, from the daemon (userspace/classify): PMU counters or
+ * hints. The order is Rust's sky_classify::Class; a test checks it.
+ */
+enum sky_class {
+	SKY_CLASS_UNKNOWN	= 0,
+	SKY_CLASS_COMPUTE	= 1,
+	SKY_CLASS_PM_WRITER	= 2,
+	SKY_CLASS_MEMORY_BOUND	= 3,
+	SKY_NR_CLASSES,
 };
 
 /* How a task's cache footprint is judged cold (sky_config.decay). */
@@ -67,6 +81,11 @@ enum sky_stat_idx {
 	SKY_STAT_LEFT_TO_OTHERS,	/* kicks and alarms left to other CPUs by a CPU going offline */
 	SKY_STAT_LATE_RUNS,		/* runs that began after more than starve_ms plus a slice in scx_sky's queues */
 	SKY_STAT_WAIT_NS,		/* total nanoseconds tasks spent queued */
+	/* Run time by class: keep these four in enum sky_class order. */
+	SKY_STAT_RAN_NS_UNKNOWN,	/* nanoseconds tasks of no known class ran */
+	SKY_STAT_RAN_NS_COMPUTE,	/* nanoseconds compute tasks ran */
+	SKY_STAT_RAN_NS_PM_WRITER,	/* nanoseconds persistent-memory writers ran */
+	SKY_STAT_RAN_NS_MEMORY_BOUND,	/* nanoseconds memory-bound tasks ran */
 	SKY_STAT_HOTPLUG_EVENTS,	/* CPUs that went online or offline */
 	SKY_NR_STATS,
 };

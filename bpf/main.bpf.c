@@ -13,6 +13,7 @@
 #include "grace.bpf.h"
 #include "bound.bpf.h"
 #include "sky1.bpf.h"
+#include "class.bpf.h"
 #include "dump.bpf.h"
 
 char _license[] SEC("license") = "GPL";
@@ -117,8 +118,10 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 {
 	struct sky_task *tctx = sky_task_of(p);
 	s32 cpu = scx_bpf_task_cpu(p);
+	u64 ran = sky_vtime_charge(p, tctx, scx_bpf_now());
 
-	sky_pressure_add(tctx, cpu, sky_vtime_charge(p, tctx, scx_bpf_now()));
+	sky_pressure_add(tctx, cpu, ran);
+	sky_class_ran(p, ran);
 }
 
 void BPF_STRUCT_OPS(sky_runnable, struct task_struct *p, u64 enq_flags)

@@ -13,6 +13,7 @@
  *   grace.bpf.h     when an idle CPU may take a task warm on another CPU
  *   sky1.bpf.h      SKY-1 placement: which queue a task waits in, dispatch
  *   bound.bpf.h     the wait bound: grace alarms and starvation rescue
+ *   class.bpf.h     task classes the daemon gives (compute, pm-writer, ...)
  *   dump.bpf.h      what the kernel prints when it ejects the scheduler
  */
 #ifndef __SKY_BPF_H

@@ -160,6 +160,14 @@ pub struct RunOpts {
     #[arg(long, value_name = "SECS", default_value_t = 0.0)]
     pub run_for: f64,
 
+    /// Class hint, `[comm:|cgroup:|pid:]PATTERN=CLASS` (repeatable; classes:
+    /// compute, pm-writer, memory-bound, unknown): tasks whose name,
+    /// cgroup or pid match get the class, checked every 100 ms; tried
+    /// before the policy's `[[class_rule]]` tables. Run time per class
+    /// shows in the statistics.
+    #[arg(long = "class", value_name = "RULE")]
+    pub classes: Vec<String>,
+
     /// Size of the debug dump printed if the scheduler is ejected (0: default).
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,

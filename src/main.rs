@@ -2,6 +2,7 @@
 //! scheduler.rs, the BPF side in bpf/.
 
 mod bpf;
+mod classes;
 mod cli;
 mod pvas_cli;
 mod scheduler;

@@ -2,6 +2,7 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
+use crate::classes::ClassFeed;
 use crate::cli::{seconds, RunOpts};
 use crate::stats::Counters;
 use anyhow::{bail, Context, Result};
@@ -20,6 +21,7 @@ pub struct Scheduler<'a> {
     struct_ops: Option<libbpf_rs::Link>,
     stats_interval: Duration,
     run_for: Duration,
+    classes: Option<ClassFeed>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -67,6 +69,7 @@ impl<'a> Scheduler<'a> {
             decay_llc_us: opts.decay_llc_us,
         };
         let knobs = policy.resolve(&over, &derived)?;
+        let classes = ClassFeed::new(&opts.classes, &policy)?;
         log_start(&policy, &topo, &knobs);
 
         // Hand BPF the topology and the policy.
@@ -91,6 +94,7 @@ impl<'a> Scheduler<'a> {
             struct_ops,
             stats_interval,
             run_for,
+            classes,
         })
     }
 
@@ -105,20 +109,31 @@ impl<'a> Scheduler<'a> {
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));
+            if let Some(classes) = &mut self.classes {
+                classes.refresh(&self.skel.maps.sky_pid_class);
+            }
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
                 let now = self.counters()?;
-                info!("stats: {}", now.since(&last).line());
+                info!("stats: {}{}", now.since(&last).line(), self.class_census());
                 last = now;
                 last_print = Instant::now();
             }
         }
         // Totals over the whole run, read before detaching frees the maps.
         match self.counters() {
-            Ok(total) => info!("stats total: {}", total.line()),
+            Ok(total) => info!("stats total: {}{}", total.line(), self.class_census()),
             Err(e) => warn!("could not read final stats: {e:#}"),
         }
         self.struct_ops.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// ` classes: compute=N ...` when classes are fed, else nothing.
+    fn class_census(&self) -> String {
+        self.classes
+            .as_ref()
+            .map(|c| format!(" classes: {}", c.census()))
+            .unwrap_or_default()
     }
 
     fn counters(&self) -> Result<Counters> {

@@ -6,18 +6,19 @@ use serde::Deserialize;
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Deserialize)]
 #[serde(try_from = "String")]
+#[repr(u32)]
 pub enum Class {
     /// Not known yet, or no counters: placed as SKY-1 places any task.
     #[default]
-    Unknown,
+    Unknown = 0,
     /// Busy in the core's execution units, little memory traffic.
-    Compute,
+    Compute = 1,
     /// Stalls on stores and cache-line flushes to persistent memory.
-    PmWriter,
+    PmWriter = 2,
     /// Stalls on loads that miss the last-level cache.
-    MemoryBound,
+    MemoryBound = 3,
 }
 
 impl Class {
@@ -27,6 +28,11 @@ impl Class {
         Class::PmWriter,
         Class::MemoryBound,
     ];
+
+    /// The value BPF knows it by (`enum sky_class`).
+    pub fn bpf_value(self) -> u32 {
+        self as u32
+    }
 
     pub fn name(self) -> &'static str {
         match self {

@@ -10,6 +10,7 @@ pub mod class;
 pub mod classifier;
 pub mod counters;
 pub mod hints;
+pub mod live;
 pub mod replay;
 pub mod thresholds;
 
@@ -17,6 +18,7 @@ pub use class::Class;
 pub use classifier::{Classifier, Transition};
 pub use counters::{Counters, Features};
 pub use hints::{Hints, Rule, RuleSpec, TaskId};
+pub use live::{ClassTable, LiveTask};
 pub use thresholds::Thresholds;
 
 #[cfg(test)]

@@ -1,0 +1,166 @@
+//! Classes for the tasks running now: which tasks exist (from /proc), and
+//! what must change in BPF's class map (`sky_pid_class`, bpf/class.bpf.h)
+//! to match. Only known classes are written; absence means unknown, and
+//! an entry is removed when its task is gone, so a reused thread ID does
+//! not inherit a class.
+
+use crate::class::Class;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A thread as class hints see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveTask {
+    pub tid: u32,
+    pub comm: String,
+    pub cgroup: String,
+}
+
+/// The cgroup path in a `/proc/<pid>/cgroup` text: the unified (v2)
+/// hierarchy's `0::/path` line, else the first line's path.
+pub fn cgroup_path(text: &str) -> String {
+    let path = |line: &str| line.splitn(3, ':').nth(2).map(str::to_string);
+    text.lines()
+        .find(|l| l.starts_with("0::"))
+        .and_then(path)
+        .or_else(|| text.lines().next().and_then(path))
+        .unwrap_or_default()
+}
+
+/// Every thread under `proc_root` (normally /proc). Best effort: tasks
+/// that exit while it reads are skipped.
+pub fn scan_tasks(proc_root: &Path) -> Vec<LiveTask> {
+    let mut tasks = Vec::new();
+    let Ok(procs) = std::fs::read_dir(proc_root) else {
+        return tasks;
+    };
+    for proc_dir in procs.flatten() {
+        let Some(_pid) = proc_dir
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let cgroup = std::fs::read_to_string(proc_dir.path().join("cgroup"))
+            .map(|t| cgroup_path(&t))
+            .unwrap_or_default();
+        let Ok(threads) = std::fs::read_dir(proc_dir.path().join("task")) else {
+            continue;
+        };
+        for thread in threads.flatten() {
+            let Some(tid) = thread.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            if let Ok(comm) = std::fs::read_to_string(thread.path().join("comm")) {
+                tasks.push(LiveTask {
+                    tid,
+                    comm: comm.trim_end_matches('\n').to_string(),
+                    cgroup: cgroup.clone(),
+                });
+            }
+        }
+    }
+    tasks
+}
+
+/// What to write to and remove from the class map.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub set: Vec<(u32, Class)>,
+    pub clear: Vec<u32>,
+}
+
+/// The class map as last written.
+#[derive(Debug, Clone, Default)]
+pub struct ClassTable {
+    written: HashMap<u32, Class>,
+}
+
+impl ClassTable {
+    /// The changes that make the map hold exactly `now`'s known classes;
+    /// recorded as written (call `forget_failed` for any that were not).
+    pub fn update(&mut self, now: impl IntoIterator<Item = (u32, Class)>) -> Changes {
+        let now: HashMap<u32, Class> = now
+            .into_iter()
+            .filter(|(_, c)| *c != Class::Unknown)
+            .collect();
+        let mut changes = Changes::default();
+        for (&tid, &class) in &now {
+            if self.written.get(&tid) != Some(&class) {
+                changes.set.push((tid, class));
+            }
+        }
+        for &tid in self.written.keys() {
+            if !now.contains_key(&tid) {
+                changes.clear.push(tid);
+            }
+        }
+        changes.set.sort_unstable();
+        changes.clear.sort_unstable();
+        self.written = now;
+        changes
+    }
+
+    /// A write that failed (the map was full): try it again next time.
+    pub fn forget_failed(&mut self, tid: u32) {
+        self.written.remove(&tid);
+    }
+
+    /// Tasks per known class, in `Class::ALL` order (unknown: 0).
+    pub fn census(&self) -> [(Class, usize); 4] {
+        Class::ALL.map(|c| (c, self.written.values().filter(|&&w| w == c).count()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_paths_come_from_the_unified_hierarchy() {
+        assert_eq!(cgroup_path("0::/user.slice/app\n"), "/user.slice/app");
+        assert_eq!(
+            cgroup_path("12:cpu,cpuacct:/legacy\n0::/unified\n"),
+            "/unified"
+        );
+        assert_eq!(cgroup_path("3:memory:/only-v1\n"), "/only-v1");
+        assert_eq!(cgroup_path(""), "");
+    }
+
+    #[test]
+    fn the_map_follows_the_tasks_writing_only_what_changed() {
+        let mut t = ClassTable::default();
+        let c = t.update([
+            (1, Class::Compute),
+            (2, Class::PmWriter),
+            (3, Class::Unknown),
+        ]);
+        assert_eq!(c.set, vec![(1, Class::Compute), (2, Class::PmWriter)]);
+        assert!(c.clear.is_empty());
+        // Unchanged: nothing to do. 2 changed class, 1 is gone.
+        let c = t.update([(2, Class::MemoryBound), (4, Class::Compute)]);
+        assert_eq!(c.set, vec![(2, Class::MemoryBound), (4, Class::Compute)]);
+        assert_eq!(c.clear, vec![1]);
+        assert!(t.update([(2, Class::MemoryBound), (4, Class::Compute)]) == Changes::default());
+        // A task turned unknown leaves the map.
+        let c = t.update([(2, Class::Unknown), (4, Class::Compute)]);
+        assert_eq!(c.clear, vec![2]);
+        t.forget_failed(4);
+        assert_eq!(
+            t.update([(4, Class::Compute)]).set,
+            vec![(4, Class::Compute)]
+        );
+        assert_eq!(t.census()[1], (Class::Compute, 1));
+    }
+
+    #[test]
+    fn this_process_is_found_with_its_name() {
+        let me = std::process::id();
+        let tasks = scan_tasks(Path::new("/proc"));
+        let mine = tasks.iter().find(|t| t.tid == me).expect("own task listed");
+        let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+        assert_eq!(mine.comm, comm.trim_end());
+        assert!(scan_tasks(Path::new("/nonexistent")).is_empty());
+    }
+}
