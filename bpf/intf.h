@@ -34,6 +34,10 @@ enum sky_consts {
 	SKY_SCAN_MAX		= 512,
 	/* Most tasks the daemon can give a class at once. */
 	SKY_CLASSED_MAX		= 65536,
+	/* Most class hints by task name that BPF applies itself. */
+	SKY_COMM_RULES_MAX	= 16,
+	/* A task name's bytes, its NUL included (TASK_COMM_LEN). */
+	SKY_COMM_LEN		= 16,
 };
 
 /*
@@ -46,6 +50,28 @@ enum sky_class {
 	SKY_CLASS_PM_WRITER	= 2,
 	SKY_CLASS_MEMORY_BOUND	= 3,
 	SKY_NR_CLASSES,
+};
+
+/* How a hint's pattern matches a task name (a glob of these shapes only). */
+enum sky_comm_shape {
+	SKY_COMM_EXACT		= 0,	/* name */
+	SKY_COMM_PREFIX		= 1,	/* name* */
+	SKY_COMM_SUFFIX		= 2,	/* *name */
+	SKY_COMM_CONTAINS	= 3,	/* *name* */
+};
+
+/*
+ * A class hint by task name, which BPF applies the moment a task is named
+ * (exec, PR_SET_NAME), before the daemon's next look gives it a class.
+ */
+struct sky_comm_rule {
+	char pattern[SKY_COMM_LEN];
+	/* Bytes of pattern used (1-15). */
+	u32 len;
+	/* enum sky_comm_shape */
+	u32 shape;
+	/* enum sky_class */
+	u32 class;
 };
 
 /* How a task's cache footprint is judged cold (sky_config.decay). */

@@ -2,10 +2,12 @@
 //! (from class hints; from PMU counters once those are attributed) are
 //! written to the `sky_pid_class` map and entries of tasks gone removed.
 
+use crate::bpf::intf;
+use crate::bpf::skel::types::sky_comm_rule;
 use anyhow::Result;
 use libbpf_rs::{MapCore, MapFlags};
-use log::warn;
-use sky_classify::{live, ClassTable, Hints, TaskId};
+use log::{info, warn};
+use sky_classify::{live, ClassTable, CommShape, Hints, TaskId};
 use sky_policy::Policy;
 use std::path::Path;
 
@@ -25,6 +27,30 @@ impl ClassFeed {
             table: ClassTable::default(),
             warned: false,
         }))
+    }
+
+    /// The name hints BPF applies itself, the moment a task is named, into
+    /// `rules`; returns how many. Hints it cannot express (other globs)
+    /// are the daemon's alone, within 100 ms; a log line names them.
+    pub fn bpf_comm_rules(&self, rules: &mut [sky_comm_rule]) -> u32 {
+        let (bpf, daemon_only) = self.hints.bpf_comm_rules(rules.len());
+        if !daemon_only.is_empty() {
+            info!(
+                "class hints applied within 100 ms, not at once (BPF matches only \
+                 NAME, NAME*, *NAME, *NAME* of up to 15 bytes, in order): {}",
+                daemon_only.join(", ")
+            );
+        }
+        for ((shape, literal, class), rule) in bpf.iter().zip(rules.iter_mut()) {
+            rule.pattern = [0; 16];
+            for (dst, src) in rule.pattern.iter_mut().zip(literal.bytes()) {
+                *dst = src as _;
+            }
+            rule.len = literal.len() as u32;
+            rule.shape = shape_value(*shape);
+            rule.class = class.bpf_value();
+        }
+        bpf.len() as u32
     }
 
     /// Brings the map in step with the tasks running now.
@@ -67,9 +93,18 @@ impl ClassFeed {
     }
 }
 
+fn shape_value(shape: CommShape) -> u32 {
+    match shape {
+        CommShape::Exact => intf::sky_comm_shape_SKY_COMM_EXACT,
+        CommShape::Prefix => intf::sky_comm_shape_SKY_COMM_PREFIX,
+        CommShape::Suffix => intf::sky_comm_shape_SKY_COMM_SUFFIX,
+        CommShape::Contains => intf::sky_comm_shape_SKY_COMM_CONTAINS,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::bpf::intf;
+    use super::*;
     use sky_classify::Class;
 
     #[test]
@@ -84,5 +119,33 @@ mod tests {
             assert_eq!(class.bpf_value(), value, "{class}");
         }
         assert_eq!(Class::ALL.len(), intf::sky_class_SKY_NR_CLASSES as usize);
+    }
+
+    #[test]
+    fn name_hints_are_written_for_bpf_in_order() {
+        let policy = Policy::load("sky1").unwrap();
+        let cli = ["cpu-*=compute", "*pm*=pm-writer", "c?x=compute"].map(String::from);
+        let feed = ClassFeed::new(&cli, &policy).unwrap().unwrap();
+        let mut rules = [sky_comm_rule::default(); 4];
+        assert_eq!(feed.bpf_comm_rules(&mut rules), 2);
+        let name: Vec<u8> = rules[0].pattern[..5].iter().map(|&b| b as u8).collect();
+        assert_eq!(name, b"cpu-\0");
+        assert_eq!(
+            (rules[0].len, rules[0].shape, rules[0].class),
+            (
+                4,
+                intf::sky_comm_shape_SKY_COMM_PREFIX,
+                Class::Compute.bpf_value()
+            )
+        );
+        assert_eq!(
+            (rules[1].len, rules[1].shape, rules[1].class),
+            (
+                2,
+                intf::sky_comm_shape_SKY_COMM_CONTAINS,
+                Class::PmWriter.bpf_value()
+            )
+        );
+        assert!(ClassFeed::new(&[], &policy).unwrap().is_none());
     }
 }

@@ -72,8 +72,16 @@ impl<'a> Scheduler<'a> {
         let classes = ClassFeed::new(&opts.classes, &policy)?;
         log_start(&policy, &topo, &knobs);
 
-        // Hand BPF the topology and the policy.
+        // Hand BPF the topology, the policy and the name hints it applies.
         write_topology(&mut skel, &topo)?;
+        if let Some(classes) = &classes {
+            let rodata = skel
+                .maps
+                .rodata_data
+                .as_mut()
+                .context("BPF object has no rodata")?;
+            rodata.sky_nr_comm_rules = classes.bpf_comm_rules(&mut rodata.sky_comm_rules);
+        }
         write_config(
             &mut skel
                 .maps

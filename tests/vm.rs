@@ -232,11 +232,16 @@ fn cpu_hotplug_under_load_is_handled_in_place() {
     );
 }
 
-/// Hints reach BPF within a refresh: of its 3 s, a classed task runs at
-/// least 2 s under its class (it is named at start, and the daemon looks
-/// every 100 ms). Five runs on 2026-11-22 (1x2x2, three busy tasks on four
-/// vCPUs): pm-writer 3.18-3.21 s, the two compute tasks 6.06-6.37 s; the
-/// bounds are 1.5 times below the worst run.
+/// Hints reach BPF: of its 3 s, a classed task runs at least 2 s under its
+/// class; 20 processes of 20 ms each (about 85 ms with start-up under
+/// TCG), named at start and gone before the daemon's next look (100 ms),
+/// still run at least 0.8 s under theirs, because BPF matches the name
+/// hint itself. Five runs on 2026-11-22 (1x2x2, three busy tasks on four
+/// vCPUs): pm-writer 3.03-3.15 s, the two compute tasks 6.17-6.31 s, the
+/// short ones 1.69-1.84 s; with a glob BPF cannot apply (daemon only:
+/// `sh ./classes.sh 'cpu-matmu?=memory-bound'`) the short ones got
+/// 0.11-0.28 s. The bounds are at least 1.5 times below the worst run
+/// and the last one 3 times above what the daemon alone catches.
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn class_hints_reach_bpf() {
@@ -249,11 +254,11 @@ fn class_hints_reach_bpf() {
     assert!(secs("ran_ns_pm_writer") >= 2.0, "{stats:?}");
     // Two compute tasks.
     assert!(secs("ran_ns_compute") >= 4.0, "{stats:?}");
-    assert_eq!(secs("ran_ns_memory_bound"), 0.0, "{stats:?}");
+    assert!(secs("ran_ns_memory_bound") >= 0.8, "{stats:?}");
     assert!(secs("ran_ns_unknown") > 0.0, "{stats:?}");
-    // Some stats line saw the three classed tasks.
+    // Some stats line saw the three long-lived classed tasks.
     assert!(
-        out.contains("classes: compute=2 pm-writer=1 memory-bound=0"),
+        out.contains("classes: compute=2 pm-writer=1"),
         "no stats line counted the classed tasks"
     );
 }

@@ -72,6 +72,52 @@ impl Rule {
     }
 }
 
+/// How a name hint's glob matches, where BPF can apply it itself: a
+/// literal with `*` at neither, the end, the start or both ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommShape {
+    Exact,
+    Prefix,
+    Suffix,
+    Contains,
+}
+
+/// The longest literal a task name can hold (TASK_COMM_LEN - 1).
+pub const COMM_MAX: usize = 15;
+
+impl Rule {
+    /// The rule as BPF can apply it (shape, literal), if it is a name
+    /// rule whose glob has one of the `CommShape` forms and a literal a
+    /// task name can hold; else `None` (the daemon applies it alone).
+    pub fn comm_shape(&self) -> Option<(CommShape, String)> {
+        let Matcher::Comm(p) = &self.matcher else {
+            return None;
+        };
+        let glob = p.as_str();
+        let (lead, rest) = match glob.strip_prefix('*') {
+            Some(rest) => (true, rest),
+            None => (false, glob),
+        };
+        let (trail, literal) = match rest.strip_suffix('*') {
+            Some(literal) => (true, literal),
+            None => (false, rest),
+        };
+        if literal.is_empty()
+            || literal.len() > COMM_MAX
+            || literal.contains(['*', '?', '[', ']', '\\'])
+        {
+            return None;
+        }
+        let shape = match (lead, trail) {
+            (false, false) => CommShape::Exact,
+            (false, true) => CommShape::Prefix,
+            (true, false) => CommShape::Suffix,
+            (true, true) => CommShape::Contains,
+        };
+        Some((shape, literal.to_string()))
+    }
+}
+
 /// A `[[class_rule]]` table of a policy file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,6 +177,25 @@ impl Hints {
 
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
+    }
+
+    /// The name rules BPF can apply itself, in order, up to `max`, and
+    /// the name rules it cannot (their globs, for a log line). BPF stops
+    /// at the first rule it cannot express: a later rule must not win
+    /// over an earlier one the daemon would have applied.
+    pub fn bpf_comm_rules(&self, max: usize) -> (Vec<(CommShape, String, Class)>, Vec<String>) {
+        let mut bpf = Vec::new();
+        let mut daemon_only = Vec::new();
+        for rule in &self.rules {
+            match (rule.comm_shape(), &rule.matcher) {
+                (Some((shape, literal)), _) if daemon_only.is_empty() && bpf.len() < max => {
+                    bpf.push((shape, literal, rule.class))
+                }
+                (_, Matcher::Comm(p)) => daemon_only.push(p.as_str().to_string()),
+                _ => {}
+            }
+        }
+        (bpf, daemon_only)
     }
 }
 

@@ -76,3 +76,42 @@ fn bad_rules_are_refused_naming_the_rule_and_what_is_wrong() {
         "{bad}"
     );
 }
+
+#[test]
+fn name_rules_bpf_can_apply_are_told_apart() {
+    let shape = |arg: &str| Rule::parse(arg).unwrap().comm_shape();
+    assert_eq!(shape("cpu=compute"), Some((CommShape::Exact, "cpu".into())));
+    assert_eq!(
+        shape("cpu-*=compute"),
+        Some((CommShape::Prefix, "cpu-".into()))
+    );
+    assert_eq!(
+        shape("*-pm=compute"),
+        Some((CommShape::Suffix, "-pm".into()))
+    );
+    assert_eq!(
+        shape("*pm*=compute"),
+        Some((CommShape::Contains, "pm".into()))
+    );
+    assert_eq!(shape("c?u=compute"), None);
+    assert_eq!(shape("a*b=compute"), None);
+    assert_eq!(shape("*=compute"), None);
+    assert_eq!(shape("a-name-longer-than-15=compute"), None);
+    assert_eq!(shape("pid:3=compute"), None);
+    let cli = [
+        "pmw*=pm-writer",
+        "pid:9=compute",
+        "c?u=compute",
+        "cpu*=compute",
+    ]
+    .map(String::from);
+    let (bpf, daemon) = Hints::new(&cli, &[]).unwrap().bpf_comm_rules(16);
+    // pmw* first; after c?u, which BPF cannot apply, BPF applies none.
+    assert_eq!(
+        bpf,
+        vec![(CommShape::Prefix, "pmw".into(), Class::PmWriter)]
+    );
+    assert_eq!(daemon, vec!["c?u".to_string(), "cpu*".to_string()]);
+    let (bpf, _) = Hints::new(&cli[..1], &[]).unwrap().bpf_comm_rules(0);
+    assert!(bpf.is_empty());
+}

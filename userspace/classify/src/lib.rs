@@ -17,7 +17,7 @@ pub mod thresholds;
 pub use class::Class;
 pub use classifier::{Classifier, Transition};
 pub use counters::{Counters, Features};
-pub use hints::{Hints, Rule, RuleSpec, TaskId};
+pub use hints::{CommShape, Hints, Rule, RuleSpec, TaskId};
 pub use live::{ClassTable, LiveTask};
 pub use thresholds::Thresholds;
 
