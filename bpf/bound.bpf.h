@@ -322,18 +322,44 @@ static __always_inline u64 sky_bound_scan_all(u64 now)
 }
 
 /*
- * The alarm's work, from either timer: scan, and set the alarm for the
- * next scan if anything is queued. Returns the time until then, 0 if
+ * When the last scan began. Scans come from the alarm, the watch and a
+ * dispatching CPU (sky_bound_catch_up), on any CPU: a scan claims its turn
+ * here, so two never run at once (they would share the load sampler's
+ * scratch sums) and none follows another within a quarter period.
+ */
+static u64 sky_scan_claimed_at;
+
+static __always_inline bool sky_bound_claim_scan(u64 now)
+{
+	u64 last = sky_scan_claimed_at;
+
+	if ((s64)(now - last) < (s64)(sky_rescue_period_ns() / 4))
+		return false;
+	return __sync_val_compare_and_swap(&sky_scan_claimed_at, last, now) == last;
+}
+
+/*
+ * The alarm's work, from either timer or a dispatching CPU: scan, and set
+ * the alarm for the next scan if anything is queued; @stat counts the scan
+ * (SKY_NR_STATS: not counted). If another CPU has the scan, the alarm is
+ * set a period on instead. Returns the time until the next scan, 0 if
  * nothing is queued.
  */
-static __always_inline u64 sky_bound_rescan(u64 now)
+static __always_inline u64 sky_bound_rescan(u64 now, enum sky_stat_idx stat)
 {
 	u64 next;
 
+	if (!sky_bound_claim_scan(now)) {
+		next = sky_rescue_period_ns();
+		sky_bound_arm(now, next);
+		return next;
+	}
 	sky_bound_due = 0;
 	next = sky_bound_scan_all(now);
 	if (next)
 		sky_bound_arm(now, next);
+	if (next && stat < SKY_NR_STATS)
+		sky_stat_inc(stat);
 	return next;
 }
 
@@ -342,15 +368,9 @@ static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 	if (sky_cpu_here_leaving())
 		sky_bound_leave_to_others();
 	else
-		sky_bound_rescan(scx_bpf_now());
+		sky_bound_rescan(scx_bpf_now(), SKY_NR_STATS);
 	return 0;
 }
-
-/*
- * Claimed by the CPU that scans for a late alarm, so that CPUs finding it
- * late at once do not all scan.
- */
-static u64 sky_catch_up_at;
 
 /*
  * A CPU about to pick a task scans itself when the alarm is late: a
@@ -362,16 +382,11 @@ static u64 sky_catch_up_at;
  */
 __noinline int sky_bound_catch_up(u64 now)
 {
-	u64 last = sky_load_sampled_at, claimed = sky_catch_up_at;
 	u64 late = sky_rescue_period_ns() + sky_rescue_period_ns() / 4;
 
-	if ((s64)(now - last) < (s64)late || (s64)(now - claimed) < (s64)late ||
-	    sky_cpu_here_leaving())
+	if ((s64)(now - sky_load_sampled_at) < (s64)late || sky_cpu_here_leaving())
 		return 0;
-	if (__sync_val_compare_and_swap(&sky_catch_up_at, claimed, now) != claimed)
-		return 0;
-	if (sky_bound_rescan(now))
-		sky_stat_inc(SKY_STAT_DISPATCH_SCANS);
+	sky_bound_rescan(now, SKY_STAT_DISPATCH_SCANS);
 	return 0;
 }
 
@@ -397,11 +412,8 @@ static int sky_watch_timerfn(void *map, int *key, struct bpf_timer *timer)
 	u64 now = scx_bpf_now(), period = sky_rescue_period_ns(), next = period;
 
 	/* Every scan samples the load: its time is the last scan's. */
-	if ((s64)(now - sky_load_sampled_at) >= (s64)period && !sky_cpu_here_leaving()) {
-		next = sky_bound_rescan(now);
-		if (next)
-			sky_stat_inc(SKY_STAT_WATCH_SCANS);
-	}
+	if ((s64)(now - sky_load_sampled_at) >= (s64)period && !sky_cpu_here_leaving())
+		next = sky_bound_rescan(now, SKY_STAT_WATCH_SCANS);
 	bpf_timer_start(timer, next ? period : sky_watch_idle_ns(), 0);
 	return 0;
 }

@@ -65,8 +65,8 @@ static __always_inline u32 sky_cpu_runnable(s32 cpu, const struct cpumask *idle)
  * Folds the present into every CPU's average, weighing it by the time
  * since the last sample over the time constant (all of it after a longer
  * gap), then recomputes the domain averages. Called from the bound scans
- * only (bound.bpf.h), so each average has one writer but for the rare
- * moment the watch and the alarm scan at once. Global: verified once (the
+ * only (bound.bpf.h), which claim their turn, so each average has one
+ * writer at a time. Global: verified once (the
  * timer callback's own body is near the verifier's jump-sequence limit).
  */
 __noinline int sky_load_sample(u64 now)

@@ -9,6 +9,16 @@ use crate::thresholds::{Side, Thresholds};
 use std::collections::HashMap;
 use std::hash::Hash;
 
+/// Where a class is tested in `Classifier::candidate`: lower first.
+fn precedence(class: Class) -> u8 {
+    match class {
+        Class::PmWriter => 0,
+        Class::MemoryBound => 1,
+        Class::Compute => 2,
+        Class::Unknown => 3,
+    }
+}
+
 /// A task changed class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transition {
@@ -70,11 +80,15 @@ impl<K: Eq + Hash + Clone> Classifier<K> {
     pub fn observe(&mut self, task: &K, counters: &Counters) -> Option<Transition> {
         let features = counters.features(self.thresholds.min_instructions)?;
         let mut state = self.tasks.get(task).copied().unwrap_or_default();
-        let result = if self.holds(state.class, &features) {
+        let candidate = self.candidate(&features, Side::Enter);
+        // The current class holds unless a class tested before it enters
+        // (a memory-bound task that starts writing persistent memory
+        // still misses the LLC: it must not stay memory-bound for good).
+        let outranked = precedence(candidate) < precedence(state.class);
+        let result = if self.holds(state.class, &features) && !outranked {
             state.pending_periods = 0;
             None
         } else {
-            let candidate = self.candidate(&features, Side::Enter);
             if candidate == state.class {
                 state.pending_periods = 0;
                 None

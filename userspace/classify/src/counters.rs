@@ -27,7 +27,9 @@ impl Counters {
         if running_ns >= enabled_ns {
             return self;
         }
-        let scale = |v: u64| (v as u128 * enabled_ns as u128 / running_ns as u128) as u64;
+        let scale = |v: u64| {
+            u64::try_from(v as u128 * enabled_ns as u128 / running_ns as u128).unwrap_or(u64::MAX)
+        };
         Counters {
             cycles: scale(self.cycles),
             instructions: scale(self.instructions),

@@ -181,18 +181,24 @@ impl Hints {
 
     /// The name rules BPF can apply itself, in order, up to `max`, and
     /// the name rules it cannot (their globs, for a log line). BPF stops
-    /// at the first rule it cannot express: a later rule must not win
-    /// over an earlier one the daemon would have applied.
+    /// at the first rule it cannot apply (another glob, or a cgroup or pid
+    /// rule): a later rule must not win over an earlier one the daemon
+    /// would have applied.
     pub fn bpf_comm_rules(&self, max: usize) -> (Vec<(CommShape, String, Class)>, Vec<String>) {
         let mut bpf = Vec::new();
         let mut daemon_only = Vec::new();
+        let mut stopped = false;
         for rule in &self.rules {
-            match (rule.comm_shape(), &rule.matcher) {
-                (Some((shape, literal)), _) if daemon_only.is_empty() && bpf.len() < max => {
+            match rule.comm_shape() {
+                Some((shape, literal)) if !stopped && bpf.len() < max => {
                     bpf.push((shape, literal, rule.class))
                 }
-                (_, Matcher::Comm(p)) => daemon_only.push(p.as_str().to_string()),
-                _ => {}
+                _ => {
+                    stopped = true;
+                    if let Matcher::Comm(p) = &rule.matcher {
+                        daemon_only.push(p.as_str().to_string());
+                    }
+                }
             }
         }
         (bpf, daemon_only)

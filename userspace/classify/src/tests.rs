@@ -183,3 +183,33 @@ fn thresholds_that_would_flap_or_mean_nothing_are_refused_by_name() {
     assert!(Thresholds::default().validate().is_ok());
     assert!(Classifier::<u32>::new(toml::from_str("compute_cpi_leave = 1.0").unwrap()).is_err());
 }
+
+#[test]
+fn a_class_tested_first_takes_over_while_the_current_one_still_holds() {
+    let mut c = Classifier::new(Thresholds::default()).unwrap();
+    let memory = Counters {
+        cycles: 3_000_000,
+        instructions: 1_000_000,
+        llc_misses: Some(20_000),
+        stall_cycles: Some(2_000_000),
+        stores: Some(5_000),
+    };
+    // Starts writing persistent memory: still misses the LLC.
+    let pm = Counters {
+        stores: Some(200_000),
+        ..memory
+    };
+    let task = 1u32;
+    for _ in 0..3 {
+        c.observe(&task, &memory);
+    }
+    assert_eq!(c.class_of(&task), Class::MemoryBound);
+    let changes: Vec<_> = (0..3).filter_map(|_| c.observe(&task, &pm)).collect();
+    assert_eq!(
+        changes,
+        vec![Transition {
+            from: Class::MemoryBound,
+            to: Class::PmWriter
+        }]
+    );
+}

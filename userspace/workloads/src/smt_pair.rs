@@ -34,9 +34,16 @@ pub fn pm_write(file: &Path, size_mb: u64, duration: Duration) -> Result<u64> {
         .truncate(false)
         .open(file)
         .with_context(|| format!("opening {}", file.display()))?;
-    if f.metadata()?.len() < len as u64 {
-        f.set_len(len as u64)
-            .with_context(|| format!("sizing {} to {size_mb} MiB", file.display()))?;
+    // Allocated, not sparse: a full file system must fail here, not with
+    // SIGBUS at the first store into a hole.
+    // SAFETY: plain syscall on a descriptor we own.
+    let err = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, len as libc::off_t) };
+    if err != 0 {
+        bail!(
+            "allocating {size_mb} MiB for {}: {}",
+            file.display(),
+            std::io::Error::from_raw_os_error(err)
+        );
     }
     // SAFETY: a fresh shared mapping of a file we hold open, of its length.
     let base = unsafe {

@@ -7,7 +7,7 @@
 //! of every task, including one that never ends (reported as open).
 
 use anyhow::{bail, Result};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// One scheduler tracepoint line, as far as waits need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +132,10 @@ fn parse_ts(token: &str) -> Option<u64> {
         return None;
     }
     let scale = 10u64.pow(9 - frac.len() as u32);
-    Some(secs.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()? * scale)
+    secs.parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(frac.parse::<u64>().ok()? * scale)
 }
 
 /// The value after the last `key` (up to the next space).
@@ -159,14 +162,16 @@ pub fn group_of(comm: &str) -> &str {
 pub struct GroupWaits {
     pub waits_us: Vec<u64>,
     pub worst_pid: u32,
+    max_us: u64,
     /// The longest wait that overlapped no hotplug window.
     pub max_clear_us: u64,
 }
 
 impl GroupWaits {
     fn add(&mut self, pid: u32, wait_ns: u64, during_hotplug: bool) {
-        if wait_ns / 1000 > self.max_us() {
+        if wait_ns / 1000 > self.max_us || self.waits_us.is_empty() {
             self.worst_pid = pid;
+            self.max_us = self.max_us.max(wait_ns / 1000);
         }
         if !during_hotplug {
             self.max_clear_us = self.max_clear_us.max(wait_ns / 1000);
@@ -175,7 +180,7 @@ impl GroupWaits {
     }
 
     pub fn max_us(&self) -> u64 {
-        self.waits_us.iter().copied().max().unwrap_or(0)
+        self.max_us
     }
 
     /// The `q` quantile (0..=1), nearest rank.
@@ -217,7 +222,17 @@ const GAP_NS: u64 = 5_000_000;
 /// counted apart: their class, not the scheduler under test, ran them.
 #[derive(Debug, Default)]
 pub struct WaitBook {
-    runnable_since: HashMap<u32, (u64, String)>,
+    /// pid -> when it became runnable, its name, and whether the wait is
+    /// certain (see `cpus_expected`).
+    runnable_since: HashMap<u32, (u64, String, bool)>,
+    /// CPUs online when tracing began. Until each has switched once, a
+    /// wakeup of a task never seen switching may be of one already
+    /// running there (it started before the trace): such a wait, if it
+    /// never ends, is not reported open. 0: every wait is certain.
+    pub cpus_expected: usize,
+    cpus_switched: HashSet<u32>,
+    /// pids seen in a switch, in or out.
+    seen: HashSet<u32>,
     /// pid -> the CPU it runs on and since when (a pid runs on one CPU at
     /// a time, so a switch-in elsewhere replaces an entry a hotplugged CPU
     /// left behind).
@@ -246,6 +261,14 @@ pub struct WaitBook {
 }
 
 impl WaitBook {
+    /// A book for a trace that starts with `cpus` CPUs online.
+    pub fn expecting(cpus: usize) -> Self {
+        WaitBook {
+            cpus_expected: cpus,
+            ..Default::default()
+        }
+    }
+
     pub fn feed(&mut self, event: Event<'_>) {
         self.events += 1;
         let ts = match event {
@@ -284,9 +307,11 @@ impl WaitBook {
                 // A task woken while it still runs (it had not gone to
                 // sleep yet) does not start waiting.
                 if pid != 0 && !self.running.contains_key(&pid) {
+                    let certain =
+                        self.seen.contains(&pid) || self.cpus_switched.len() >= self.cpus_expected;
                     self.runnable_since
                         .entry(pid)
-                        .or_insert_with(|| (ts_ns, comm.to_string()));
+                        .or_insert_with(|| (ts_ns, comm.to_string(), certain));
                 }
             }
             Event::Switch {
@@ -299,6 +324,9 @@ impl WaitBook {
                 next_comm,
                 next_prio,
             } => {
+                self.cpus_switched.insert(cpu);
+                self.seen.insert(prev_pid);
+                self.seen.insert(next_pid);
                 self.runnable_since.remove(&prev_pid);
                 if let Some((_, since)) = self.running.remove(&prev_pid) {
                     let ran = self
@@ -309,12 +337,12 @@ impl WaitBook {
                 }
                 if prev_runnable && prev_pid != 0 {
                     self.runnable_since
-                        .insert(prev_pid, (ts_ns, prev_comm.to_string()));
+                        .insert(prev_pid, (ts_ns, prev_comm.to_string(), true));
                 }
                 if next_pid != 0 {
                     self.running.insert(next_pid, (cpu, ts_ns));
                 }
-                if let Some((since, _)) = self.runnable_since.remove(&next_pid) {
+                if let Some((since, _, _)) = self.runnable_since.remove(&next_pid) {
                     if next_prio < 100 {
                         self.rt_waits += 1;
                     } else {
@@ -363,7 +391,8 @@ impl WaitBook {
         let mut open: Vec<_> = self
             .runnable_since
             .iter()
-            .map(|(&pid, (since, comm))| {
+            .filter(|(_, (_, _, certain))| *certain)
+            .map(|(&pid, (since, comm, _))| {
                 (pid, comm.as_str(), self.last_ts_ns.saturating_sub(*since))
             })
             .collect();

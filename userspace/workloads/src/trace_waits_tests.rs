@@ -271,3 +271,32 @@ fn reschedule_ipis_are_timed_from_send_to_entry() {
         .iter()
         .any(|l| l.contains("resched_ipis=1 ") && l.contains("max_ipi_us=7000")));
 }
+
+#[test]
+fn a_task_that_may_have_been_running_since_before_the_trace_is_not_open() {
+    let mut b = WaitBook::expecting(2);
+    // CPU 1 has not switched yet: pid 7 may be running there.
+    for line in [
+        switch("1.0", 0, ("swapper/0", 0, "R"), ("a", 5, 120)),
+        wakeup("1.1", "b", 7),
+        switch("1.2", 1, ("swapper/1", 0, "R"), ("c", 8, 120)),
+        // Now every CPU has switched: this wait is certain.
+        wakeup("1.3", "d", 9),
+        switch("2.0", 0, ("a", 5, "S"), ("swapper/0", 0, 120)),
+    ] {
+        b.feed(parse_line(&line).unwrap());
+    }
+    assert_eq!(b.open_waits(), vec![(9, "d", 700_000_000)]);
+}
+
+#[test]
+fn absurd_timestamps_are_not_events() {
+    assert_eq!(
+        parse_line("sh-9 [002] ..... 99999999999999999999.5: sched_wakeup: comm=a pid=1 prio=1"),
+        None
+    );
+    assert_eq!(
+        parse_line("sh-9 [002] ..... 18446744073.9: sched_wakeup: comm=a pid=1 prio=1"),
+        None
+    );
+}

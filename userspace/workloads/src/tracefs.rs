@@ -63,14 +63,31 @@ pub struct Tracer {
     dir: PathBuf,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<Result<WaitBook>>>,
+    /// Settings as found, put back when done: (file, value).
+    found: Vec<(&'static str, String)>,
+}
+
+/// The selected option of a tracefs choice file (`[global] local ...`),
+/// or the file's text.
+fn selected(text: &str) -> String {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .unwrap_or(text.trim())
+        .to_string()
 }
 
 impl Tracer {
     pub fn start(buffer_kb_per_cpu: u64) -> Result<Self> {
+        let dir = tracefs()?;
+        let found = ["trace_clock", "buffer_size_kb", "current_tracer"]
+            .into_iter()
+            .filter_map(|f| Some((f, selected(&std::fs::read_to_string(dir.join(f)).ok()?))))
+            .collect();
         let mut tracer = Tracer {
-            dir: tracefs()?,
+            dir,
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
+            found,
         };
         tracer.write("tracing_on", "0")?;
         tracer.write("current_tracer", "nop")?;
@@ -98,10 +115,12 @@ impl Tracer {
             .open(&pipe)
             .with_context(|| format!("opening {}", pipe.display()))?;
         let stop = tracer.stop.clone();
+        // SAFETY: sysconf has no preconditions.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(0) as usize;
         tracer.reader = Some(
             std::thread::Builder::new()
                 .name("trace-reader".into())
-                .spawn(move || read_pipe(pipe, &stop))
+                .spawn(move || read_pipe(pipe, &stop, online))
                 .context("starting the trace reader")?,
         );
         tracer.write("tracing_on", "1")?;
@@ -112,7 +131,7 @@ impl Tracer {
     /// the events the buffer dropped added to the lost count.
     pub fn finish(mut self) -> Result<WaitBook> {
         self.write("tracing_on", "0")?;
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Release);
         let reader = self.reader.take().context("the trace reader is gone")?;
         let mut book = reader
             .join()
@@ -129,22 +148,28 @@ impl Tracer {
 }
 
 impl Drop for Tracer {
-    /// Leaves tracing as found: events off, buffer back to a small size.
+    /// Leaves tracing as found: tracing and the events off (as a tracer
+    /// must find them to start), the clock, buffer size and tracer back.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.write("tracing_on", "0");
         for event in EVENTS.iter().chain(&MACHINE_EVENTS) {
             let _ = self.write(&format!("events/{event}/enable"), "0");
         }
-        let _ = self.write("buffer_size_kb", "1408");
+        for (file, value) in std::mem::take(&mut self.found) {
+            let _ = self.write(file, &value);
+        }
     }
 }
 
-fn read_pipe(mut pipe: File, stop: &AtomicBool) -> Result<WaitBook> {
-    let mut book = WaitBook::default();
+fn read_pipe(mut pipe: File, stop: &AtomicBool, cpus_online: usize) -> Result<WaitBook> {
+    let mut book = WaitBook::expecting(cpus_online);
     let mut buf = vec![0u8; 1 << 16];
     let mut pending: Vec<u8> = Vec::new();
     loop {
+        // Read before the empty read that ends it: an empty read after the
+        // stop (tracing already off) means everything was read.
+        let stopping = stop.load(Ordering::Acquire);
         match pipe.read(&mut buf) {
             Ok(n) if n > 0 => {
                 pending.extend_from_slice(&buf[..n]);
@@ -166,7 +191,7 @@ fn read_pipe(mut pipe: File, stop: &AtomicBool) -> Result<WaitBook> {
             // Empty (EAGAIN, or 0 bytes): done once tracing has stopped,
             // since everything traced before the stop was already there.
             _ => {
-                if stop.load(Ordering::Relaxed) {
+                if stopping {
                     return Ok(book);
                 }
                 std::thread::sleep(Duration::from_millis(10));
