@@ -10,6 +10,7 @@ pub mod pingpong;
 pub mod procstat;
 pub mod share;
 pub mod smt_pair;
+pub mod smt_share;
 pub mod threads;
 pub mod trace_waits;
 pub mod tracefs;

@@ -6,6 +6,7 @@
 //! schedstat counters a task reads about itself, it sees every single wait
 //! of every task, including one that never ends (reported as open).
 
+use crate::smt_share::SmtShare;
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
 
@@ -254,6 +255,8 @@ pub struct WaitBook {
     /// latency, which a scheduler cannot shorten (under TCG, the time until
     /// the emulator turns to that vCPU).
     pub resched: GroupWaits,
+    /// What PM writers' SMT siblings ran (empty without sibling pairs).
+    pub smt: SmtShare,
     pub rt_waits: u64,
     pub lost_events: u64,
     pub events: u64,
@@ -280,6 +283,7 @@ impl WaitBook {
             | Event::Marker { ts_ns, .. } => ts_ns,
             Event::Lost(_) => self.last_ts_ns,
         };
+        self.smt.advance(ts);
         if self.last_ts_ns > 0 && ts > self.last_ts_ns + GAP_NS {
             self.gaps.push((ts, ts - self.last_ts_ns));
         }
@@ -342,6 +346,7 @@ impl WaitBook {
                 if next_pid != 0 {
                     self.running.insert(next_pid, (cpu, ts_ns));
                 }
+                self.smt.switched(cpu, next_pid, next_comm);
                 if let Some((since, _, _)) = self.runnable_since.remove(&next_pid) {
                     if next_prio < 100 {
                         self.rt_waits += 1;
@@ -459,6 +464,7 @@ impl WaitBook {
         let clear = self.groups.values().map(|g| g.max_clear_us).max();
         let open = self.open_waits();
         let open_max = open.first().map(|o| o.2 / 1000).unwrap_or(0);
+        out.extend(self.smt.line());
         out.push(format!(
             "result observer=trace resched_ipis={} p50_ipi_us={} p99_ipi_us={} max_ipi_us={}",
             self.resched.waits_us.len(),

@@ -1,0 +1,153 @@
+//! SMT pairing judged from the scheduler tracepoints, for any scheduler:
+//! while a PM writer runs, what does its core's other hardware thread run
+//! — a compute task (the pairing SEEDS.md §2 asks for), another PM writer,
+//! nothing, or something else? Tasks are told apart by name, as
+//! `sky-work pm-write` and `sky-work compute` name themselves.
+
+use std::collections::HashMap;
+
+/// What a CPU runs, for pairing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Compute = 0,
+    PmWriter = 1,
+    Idle = 2,
+    Other = 3,
+}
+
+impl Kind {
+    pub fn of(pid: u32, comm: &str) -> Kind {
+        match (pid, comm) {
+            (0, _) => Kind::Idle,
+            (_, "pm-writer") => Kind::PmWriter,
+            (_, c) if c.starts_with("cpu-") => Kind::Compute,
+            _ => Kind::Other,
+        }
+    }
+}
+
+/// Nanoseconds PM writers ran, by what ran beside them.
+#[derive(Debug, Clone, Default)]
+pub struct SmtShare {
+    /// CPU -> its SMT sibling.
+    sibling: HashMap<u32, u32>,
+    /// CPU -> what it runs since its last switch seen.
+    current: HashMap<u32, Kind>,
+    last_ts_ns: u64,
+    /// Indexed by `Kind` of the sibling.
+    pub beside_ns: [u64; 4],
+}
+
+impl SmtShare {
+    /// `pairs`: each CPU and its sibling (both directions are taken).
+    pub fn new(pairs: &[(u32, u32)]) -> Self {
+        let mut sibling = HashMap::new();
+        for &(a, b) in pairs {
+            sibling.insert(a, b);
+            sibling.insert(b, a);
+        }
+        SmtShare {
+            sibling,
+            ..Default::default()
+        }
+    }
+
+    /// Time passes to @ts: PM writers' run time is filed by their
+    /// siblings' kind. CPUs not seen switching yet are left out.
+    pub fn advance(&mut self, ts_ns: u64) {
+        let dt = ts_ns.saturating_sub(self.last_ts_ns);
+        if self.last_ts_ns > 0 {
+            for (cpu, kind) in &self.current {
+                if *kind != Kind::PmWriter {
+                    continue;
+                }
+                let Some(sib) = self.sibling.get(cpu) else {
+                    continue;
+                };
+                if let Some(beside) = self.current.get(sib) {
+                    self.beside_ns[*beside as usize] += dt;
+                }
+            }
+        }
+        self.last_ts_ns = self.last_ts_ns.max(ts_ns);
+    }
+
+    pub fn switched(&mut self, cpu: u32, next_pid: u32, next_comm: &str) {
+        self.current.insert(cpu, Kind::of(next_pid, next_comm));
+    }
+
+    pub fn total_ns(&self) -> u64 {
+        self.beside_ns.iter().sum()
+    }
+
+    /// Share of PM-writer run time beside each kind, or `None` if no PM
+    /// writer ran beside a known sibling.
+    pub fn line(&self) -> Option<String> {
+        let total = self.total_ns();
+        let share = |k: Kind| self.beside_ns[k as usize] as f64 / total as f64;
+        (total > 0).then(|| {
+            format!(
+                "result observer=trace smt pm_writer_ms={} beside_compute={:.3} \
+                 beside_pm_writer={:.3} beside_idle={:.3} beside_other={:.3}",
+                total / 1_000_000,
+                share(Kind::Compute),
+                share(Kind::PmWriter),
+                share(Kind::Idle),
+                share(Kind::Other)
+            )
+        })
+    }
+}
+
+/// The SMT sibling pairs of this machine, from sysfs; empty without SMT.
+pub fn sibling_pairs() -> Vec<(u32, u32)> {
+    let mut pairs = Vec::new();
+    let Ok(dirs) = std::fs::read_dir("/sys/devices/system/cpu") else {
+        return pairs;
+    };
+    for dir in dirs.flatten() {
+        let name = dir.file_name();
+        let Some(cpu) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("cpu"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let list = dir.path().join("topology/thread_siblings_list");
+        let Ok(text) = std::fs::read_to_string(list) else {
+            continue;
+        };
+        let siblings = sky_topology::parse_cpulist(text.trim()).unwrap_or_default();
+        for s in siblings {
+            if s as u32 != cpu {
+                pairs.push((cpu, s as u32));
+            }
+        }
+    }
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pm_writer_time_is_filed_by_what_runs_beside_it() {
+        // Two cores: CPUs 0+1, 2+3.
+        let mut s = SmtShare::new(&[(0, 1), (2, 3)]);
+        s.advance(1_000);
+        s.switched(0, 10, "pm-writer");
+        s.switched(1, 11, "cpu-idiv");
+        s.switched(2, 12, "pm-writer");
+        s.switched(3, 0, "swapper/3");
+        s.advance(5_000); // 4 us: CPU 0 beside compute, CPU 2 beside idle.
+        s.switched(1, 13, "pm-writer");
+        s.advance(7_000); // 2 us: CPUs 0 and 1 beside each other, 2 idle.
+        assert_eq!(s.beside_ns, [4_000, 4_000, 6_000, 0]);
+        let line = s.line().unwrap();
+        assert!(line.contains("beside_compute=0.286"), "{line}");
+        assert_eq!(SmtShare::new(&[]).line(), None);
+        assert_eq!(Kind::of(5, "sh"), Kind::Other);
+    }
+}
