@@ -30,6 +30,13 @@ struct sky_comm {
 	char name[SKY_COMM_LEN];
 };
 
+/* Name hint @rule, or NULL if there is no such rule or no name. */
+static __always_inline const volatile struct sky_comm_rule *sky_comm_rule(const struct sky_comm *comm,
+									    u32 rule)
+{
+	return comm && rule < SKY_COMM_RULES_MAX ? &sky_comm_rules[rule] : NULL;
+}
+
 /*
  * Does @comm hold name hint @rule's pattern at byte @at? Global, as are
  * the callers: each loop is verified once, on its own (nested in one
@@ -38,12 +45,11 @@ struct sky_comm {
  */
 __noinline int sky_comm_has_at(struct sky_comm *comm, u32 at, u32 rule)
 {
-	const volatile struct sky_comm_rule *r;
+	const volatile struct sky_comm_rule *r = sky_comm_rule(comm, rule);
 	u32 i;
 
-	if (!comm || rule >= SKY_COMM_RULES_MAX)
+	if (!r)
 		return 0;
-	r = &sky_comm_rules[rule];
 	bpf_for(i, 0, SKY_COMM_LEN) {
 		if (i >= r->len)
 			return 1;
@@ -57,13 +63,10 @@ __noinline int sky_comm_has_at(struct sky_comm *comm, u32 at, u32 rule)
 /* Does name hint @rule match @comm, @len bytes long? */
 __noinline int sky_comm_matches(struct sky_comm *comm, u32 len, u32 rule)
 {
-	const volatile struct sky_comm_rule *r;
+	const volatile struct sky_comm_rule *r = sky_comm_rule(comm, rule);
 	u32 start;
 
-	if (!comm || rule >= SKY_COMM_RULES_MAX)
-		return 0;
-	r = &sky_comm_rules[rule];
-	if (r->len > len)
+	if (!r || r->len > len)
 		return 0;
 	switch (r->shape) {
 	case SKY_COMM_EXACT:
