@@ -112,6 +112,10 @@ enum sky_stat_idx {
 	SKY_STAT_RAN_NS_COMPUTE,	/* nanoseconds compute tasks ran */
 	SKY_STAT_RAN_NS_PM_WRITER,	/* nanoseconds persistent-memory writers ran */
 	SKY_STAT_RAN_NS_MEMORY_BOUND,	/* nanoseconds memory-bound tasks ran */
+	SKY_STAT_PM_BESIDE_COMPUTE_NS,	/* nanoseconds a PM writer ran beside a compute task on its core */
+	SKY_STAT_PM_BESIDE_PM_WRITER_NS,	/* nanoseconds a PM writer ran beside another PM writer */
+	SKY_STAT_PM_BESIDE_IDLE_NS,	/* nanoseconds a PM writer ran beside an idle sibling */
+	SKY_STAT_PM_BESIDE_OTHER_NS,	/* nanoseconds a PM writer ran beside any other task */
 	SKY_STAT_HOTPLUG_EVENTS,	/* CPUs that went online or offline */
 	SKY_NR_STATS,
 };

@@ -14,6 +14,7 @@
 #include "bound.bpf.h"
 #include "sky1.bpf.h"
 #include "class.bpf.h"
+#include "smt.bpf.h"
 #include "dump.bpf.h"
 
 char _license[] SEC("license") = "GPL";
@@ -88,6 +89,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	u64 now = scx_bpf_now(), waited;
 
 	sky_vtime_started(p, tctx, cpu, now);
+	sky_smt_set(cpu, sky_class_of(p), now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
 	if (!tctx)
 		return;
@@ -122,6 +124,12 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 
 	sky_pressure_add(tctx, cpu, ran);
 	sky_class_ran(p, ran);
+	sky_smt_stopped(cpu, p, scx_bpf_now());
+}
+
+void BPF_STRUCT_OPS(sky_tick, struct task_struct *p)
+{
+	sky_smt_restate(scx_bpf_task_cpu(p), p);
 }
 
 void BPF_STRUCT_OPS(sky_runnable, struct task_struct *p, u64 enq_flags)
@@ -160,8 +168,11 @@ void BPF_STRUCT_OPS(sky_update_idle, s32 cpu, bool idle)
 	struct task_struct *p;
 	u32 i;
 
-	if (!idle)
+	if (!idle) {
+		sky_smt_left_idle(cpu, now);
 		return;
+	}
+	sky_smt_set(cpu, SKY_SMT_IDLE, now);
 	bpf_for(i, 0, 3) {
 		p = sky_peek(dsqs[i]);
 		tctx = p ? sky_task_of(p) : NULL;
@@ -250,6 +261,7 @@ SCX_OPS_DEFINE(sky_ops,
 	       .runnable	= (void *)sky_runnable,
 	       .running		= (void *)sky_running,
 	       .stopping	= (void *)sky_stopping,
+	       .tick		= (void *)sky_tick,
 	       .quiescent	= (void *)sky_quiescent,
 	       .cpu_release	= (void *)sky_cpu_release,
 	       .update_idle	= (void *)sky_update_idle,

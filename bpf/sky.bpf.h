@@ -14,6 +14,7 @@
  *   sky1.bpf.h      SKY-1 placement: which queue a task waits in, dispatch
  *   bound.bpf.h     the wait bound: grace alarms and starvation rescue
  *   class.bpf.h     task classes the daemon gives (compute, pm-writer, ...)
+ *   smt.bpf.h       SMT siblings and what each runs, by class
  *   dump.bpf.h      what the kernel prints when it ejects the scheduler
  */
 #ifndef __SKY_BPF_H

@@ -81,6 +81,8 @@ impl<'a> Scheduler<'a> {
                 .as_mut()
                 .context("BPF object has no rodata")?;
             rodata.sky_nr_comm_rules = classes.bpf_comm_rules(&mut rodata.sky_comm_rules);
+            // What PM writers' siblings run is counted while classes are fed.
+            rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
         }
         write_config(
             &mut skel
@@ -206,6 +208,12 @@ fn write_topology(skel: &mut OpenBpfSkel, topo: &Topology) -> Result<()> {
         }
     }
     rodata.llc_start[topo.llcs.len()] = next as u32;
+    rodata.cpu_sibling.fill(-1);
+    for cpu in &topo.cpus {
+        if let Some(&sib) = cpu.siblings.iter().find(|&&s| s != cpu.id) {
+            rodata.cpu_sibling[cpu.id] = sib as i32;
+        }
+    }
     let bss = skel
         .maps
         .bss_data

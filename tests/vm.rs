@@ -256,6 +256,18 @@ fn class_hints_reach_bpf() {
     assert!(secs("ran_ns_compute") >= 4.0, "{stats:?}");
     assert!(secs("ran_ns_memory_bound") >= 0.8, "{stats:?}");
     assert!(secs("ran_ns_unknown") > 0.0, "{stats:?}");
+    // Every PM-writer nanosecond is filed by what its sibling ran: five
+    // runs on 2026-11-22 filed 96-100 % (beside compute or beside idle,
+    // as placement fell: scx_sky does not pair yet).
+    let beside: f64 = ["compute", "pm_writer", "idle", "other"]
+        .iter()
+        .map(|k| secs(&format!("pm_beside_{k}_ns")))
+        .sum();
+    let ran = secs("ran_ns_pm_writer");
+    assert!(
+        (0.9 * ran..=1.02 * ran).contains(&beside),
+        "PM-writer time filed by sibling {beside} s of {ran} s: {stats:?}"
+    );
     // Some stats line saw the three long-lived classed tasks.
     assert!(
         out.contains("classes: compute=2 pm-writer=1"),
