@@ -288,16 +288,16 @@ static __always_inline u64 sky_bound_check(s32 owner, u32 llc, u64 now, bool idl
 
 /*
  * One scan of every queue: rescues, grace alarms, offline CPUs' queues,
- * and the load sample (whose time the watch reads as the last scan's). Returns the nanoseconds until the next scan is
- * needed, 0 if nothing is queued.
+ * and the load sample (@dt since the last). Returns the nanoseconds until
+ * the next scan is needed, 0 if nothing is queued.
  */
-static __always_inline u64 sky_bound_scan_all(u64 now)
+static __always_inline u64 sky_bound_scan_all(u64 now, u64 dt)
 {
 	u64 next = sky_rescue_period_ns(), left;
 	bool idle = sky_any_idle(), queued = false;
 	u32 cpu, llc;
 
-	sky_load_sample(now);
+	sky_load_sample(dt);
 	bpf_for(cpu, 0, nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) <= 0)
 			continue;
@@ -322,20 +322,20 @@ static __always_inline u64 sky_bound_scan_all(u64 now)
 }
 
 /*
- * When the last scan began. Scans come from the alarm, the watch and a
- * dispatching CPU (sky_bound_catch_up), on any CPU: a scan claims its turn
- * here, so two never run at once (they would share the load sampler's
- * scratch sums) and none follows another within a quarter period.
+ * Scans come from the alarm, the watch and a dispatching CPU
+ * (sky_bound_catch_up), on any CPU: a scan claims its turn by moving the
+ * load sample's time (load.bpf.h) to @now, so two never run at once (they
+ * would share the sampler's scratch sums) and none follows another within
+ * a quarter period. Sets *@dt to the time since the last scan.
  */
-static u64 sky_scan_claimed_at;
-
-static __always_inline bool sky_bound_claim_scan(u64 now)
+static __always_inline bool sky_bound_claim_scan(u64 now, u64 *dt)
 {
-	u64 last = sky_scan_claimed_at;
+	u64 last = sky_load_sampled_at;
 
 	if ((s64)(now - last) < (s64)(sky_rescue_period_ns() / 4))
 		return false;
-	return __sync_val_compare_and_swap(&sky_scan_claimed_at, last, now) == last;
+	*dt = now - last;
+	return __sync_val_compare_and_swap(&sky_load_sampled_at, last, now) == last;
 }
 
 /*
@@ -347,15 +347,15 @@ static __always_inline bool sky_bound_claim_scan(u64 now)
  */
 static __always_inline u64 sky_bound_rescan(u64 now, enum sky_stat_idx stat)
 {
-	u64 next;
+	u64 next, dt;
 
-	if (!sky_bound_claim_scan(now)) {
+	if (!sky_bound_claim_scan(now, &dt)) {
 		next = sky_rescue_period_ns();
 		sky_bound_arm(now, next);
 		return next;
 	}
 	sky_bound_due = 0;
-	next = sky_bound_scan_all(now);
+	next = sky_bound_scan_all(now, dt);
 	if (next)
 		sky_bound_arm(now, next);
 	if (next && stat < SKY_NR_STATS)

@@ -21,6 +21,9 @@ struct {
 	__type(value, u32);
 } sky_pid_class SEC(".maps");
 
+/* 1 while the daemon feeds classes; else every task is unknown, unlooked. */
+const volatile u32 classes_fed;
+
 /* The daemon's hints by task name, in its order; fixed for a run. */
 const volatile struct sky_comm_rule sky_comm_rules[SKY_COMM_RULES_MAX];
 const volatile u32 sky_nr_comm_rules;
@@ -112,10 +115,12 @@ __noinline u32 sky_class_by_comm(struct sky_comm *comm)
 /* The daemon's class for @p, else the name hints'. */
 static __always_inline u32 sky_class_of(const struct task_struct *p)
 {
-	u32 pid = p->pid, *class = bpf_map_lookup_elem(&sky_pid_class, &pid);
-
 	struct sky_comm comm = {};
+	u32 pid = p->pid, *class;
 
+	if (!classes_fed)
+		return SKY_CLASS_UNKNOWN;
+	class = bpf_map_lookup_elem(&sky_pid_class, &pid);
 	if (class)
 		return *class < SKY_NR_CLASSES ? *class : SKY_CLASS_UNKNOWN;
 	if (!sky_nr_comm_rules || bpf_probe_read_kernel_str(comm.name, sizeof(comm.name), p->comm) <= 0)
@@ -123,11 +128,11 @@ static __always_inline u32 sky_class_of(const struct task_struct *p)
 	return sky_class_by_comm(&comm);
 }
 
-/* @p ran @ran_ns: counted under its class. */
-static __always_inline void sky_class_ran(const struct task_struct *p, u64 ran_ns)
+/* A task of @class ran @ran_ns: counted under its class. */
+static __always_inline void sky_class_ran(u32 class, u64 ran_ns)
 {
-	if (ran_ns)
-		sky_stat_add(SKY_STAT_RAN_NS_UNKNOWN + sky_class_of(p), ran_ns);
+	if (ran_ns && class < SKY_NR_CLASSES)
+		sky_stat_add(SKY_STAT_RAN_NS_UNKNOWN + class, ran_ns);
 }
 
 #endif /* __SKY_CLASS_BPF_H */

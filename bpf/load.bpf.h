@@ -37,6 +37,10 @@
 /* Each CPU's load, its domain's average, and when they were last sampled. */
 static u32 sky_cpu_load[SKY_MAX_CPUS];
 static u32 sky_llc_load[SKY_MAX_LLCS];
+/*
+ * When the last sample, which is the last bound scan, began: each scan
+ * claims its turn by moving this (bound.bpf.h, sky_bound_claim_scan).
+ */
 static u64 sky_load_sampled_at;
 /* Scratch for the domain sums, written by the sampler only. */
 static u32 sky_llc_load_sum[SKY_MAX_LLCS];
@@ -63,20 +67,19 @@ static __always_inline u32 sky_cpu_runnable(s32 cpu, const struct cpumask *idle)
 
 /*
  * Folds the present into every CPU's average, weighing it by the time
- * since the last sample over the time constant (all of it after a longer
- * gap), then recomputes the domain averages. Called from the bound scans
- * only (bound.bpf.h), which claim their turn, so each average has one
- * writer at a time. Global: verified once (the
- * timer callback's own body is near the verifier's jump-sequence limit).
+ * since the last sample (@dt) over the time constant (all of it after a
+ * longer gap), then recomputes the domain averages. Called from the bound
+ * scans only (bound.bpf.h), which claim their turn, so each average has
+ * one writer at a time. Global: verified once (the timer callback's own
+ * body is near the verifier's jump-sequence limit).
  */
-__noinline int sky_load_sample(u64 now)
+__noinline int sky_load_sample(u64 dt)
 {
-	u64 tau = sky_cfg.starve_ns / 2 ?: 1, dt = now - sky_load_sampled_at;
+	u64 tau = sky_cfg.starve_ns / 2 ?: 1;
 	u32 weight = dt >= tau ? SKY_LOAD_ONE : dt * SKY_LOAD_ONE / tau;
 	const struct cpumask *idle;
 	u32 cpu, llc;
 
-	sky_load_sampled_at = now;
 	bpf_for(llc, 0, nr_llcs) {
 		sky_llc_load_sum[llc & (SKY_MAX_LLCS - 1)] = 0;
 		sky_llc_load_cpus[llc & (SKY_MAX_LLCS - 1)] = 0;

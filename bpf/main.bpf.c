@@ -89,7 +89,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	u64 now = scx_bpf_now(), waited;
 
 	sky_vtime_started(p, tctx, cpu, now);
-	sky_smt_set(cpu, sky_class_of(p), now);
+	sky_smt_started(cpu, p, now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
 	if (!tctx)
 		return;
@@ -120,11 +120,12 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 {
 	struct sky_task *tctx = sky_task_of(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 ran = sky_vtime_charge(p, tctx, scx_bpf_now());
+	u64 now = scx_bpf_now(), ran = sky_vtime_charge(p, tctx, now);
+	u32 class = sky_class_of(p);
 
 	sky_pressure_add(tctx, cpu, ran);
-	sky_class_ran(p, ran);
-	sky_smt_stopped(cpu, p, scx_bpf_now());
+	sky_class_ran(class, ran);
+	sky_smt_stopped(cpu, class, now);
 }
 
 void BPF_STRUCT_OPS(sky_tick, struct task_struct *p)

@@ -76,11 +76,18 @@ static __always_inline void sky_smt_set(s32 cpu, u8 kind, u64 now)
 	sky_cpu_kind[sky_cpu_idx(cpu)] = kind;
 }
 
+/* @p starts on @cpu. */
+static __always_inline void sky_smt_started(s32 cpu, const struct task_struct *p, u64 now)
+{
+	if (smt_accounting)
+		sky_smt_set(cpu, sky_class_of(p), now);
+}
+
 /*
- * @p runs on @cpu: what the CPU runs is @p's class as it is now. A process
- * that names itself after it started and then runs without a break gets
- * its class here, at the next tick (the time not yet counted goes to the
- * new class: at most a tick too early).
+ * @p runs on @cpu (a tick): what the CPU runs is @p's class as it is now.
+ * A process that names itself after it started and then runs without a
+ * break gets its class here (the time not yet counted goes to the new
+ * class: at most a tick too early).
  */
 static __always_inline void sky_smt_restate(s32 cpu, const struct task_struct *p)
 {
@@ -89,13 +96,15 @@ static __always_inline void sky_smt_restate(s32 cpu, const struct task_struct *p
 }
 
 /*
- * @p stops on @cpu: its time since the last count goes to its class as it
- * is now, and the CPU runs another class's task, or none, until the next
- * of ours starts.
+ * A task of @class (as it is now) stops on @cpu: its time since the last
+ * count goes to that class, and the CPU runs another class's task, or
+ * none, until the next of ours starts.
  */
-static __always_inline void sky_smt_stopped(s32 cpu, const struct task_struct *p, u64 now)
+static __always_inline void sky_smt_stopped(s32 cpu, u32 class, u64 now)
 {
-	sky_smt_restate(cpu, p);
+	if (!smt_accounting)
+		return;
+	sky_cpu_kind[sky_cpu_idx(cpu)] = class;
 	sky_smt_set(cpu, SKY_SMT_OTHER, now);
 }
 

@@ -80,6 +80,7 @@ impl<'a> Scheduler<'a> {
                 .rodata_data
                 .as_mut()
                 .context("BPF object has no rodata")?;
+            rodata.classes_fed = 1;
             rodata.sky_nr_comm_rules = classes.bpf_comm_rules(&mut rodata.sky_comm_rules);
             // What PM writers' siblings run is counted while classes are fed.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));

@@ -99,33 +99,21 @@ impl SmtShare {
     }
 }
 
-/// The SMT sibling pairs of this machine, from sysfs; empty without SMT.
+/// The SMT sibling pairs of this machine (the topology scx_sky reads);
+/// empty without SMT or if it cannot be read.
 pub fn sibling_pairs() -> Vec<(u32, u32)> {
-    let mut pairs = Vec::new();
-    let Ok(dirs) = std::fs::read_dir("/sys/devices/system/cpu") else {
-        return pairs;
+    let Ok(topo) = sky_topology::Topology::from_host() else {
+        return Vec::new();
     };
-    for dir in dirs.flatten() {
-        let name = dir.file_name();
-        let Some(cpu) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("cpu"))
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let list = dir.path().join("topology/thread_siblings_list");
-        let Ok(text) = std::fs::read_to_string(list) else {
-            continue;
-        };
-        let siblings = sky_topology::parse_cpulist(text.trim()).unwrap_or_default();
-        for s in siblings {
-            if s as u32 != cpu {
-                pairs.push((cpu, s as u32));
-            }
-        }
-    }
-    pairs
+    topo.cpus
+        .iter()
+        .flat_map(|c| {
+            c.siblings
+                .iter()
+                .filter(move |&&s| s != c.id)
+                .map(move |&s| (c.id as u32, s as u32))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -186,12 +186,7 @@ impl GroupWaits {
 
     /// The `q` quantile (0..=1), nearest rank.
     pub fn quantile_us(&self, q: f64) -> u64 {
-        let mut v = self.waits_us.clone();
-        v.sort_unstable();
-        match v.len() {
-            0 => 0,
-            n => v[((q * n as f64).ceil() as usize).clamp(1, n) - 1],
-        }
+        crate::percentile(&mut self.waits_us.clone(), q * 100.0)
     }
 }
 
@@ -415,12 +410,8 @@ impl WaitBook {
             .filter(|(g, _)| g == group)
             .map(|(_, ns)| *ns)
             .collect();
-        times.sort_unstable();
-        let at = |q: f64| match times.len() {
-            0 => 0,
-            n => times[((q * n as f64).ceil() as usize).clamp(1, n) - 1],
-        };
-        (at(0.1), at(0.9), times.len())
+        let p10 = crate::percentile(&mut times, 10.0);
+        (p10, crate::percentile(&mut times, 90.0), times.len())
     }
 
     /// Result lines: one per group (largest wait first), then the total.
