@@ -4,9 +4,10 @@
  * a map from thread ID to class, which the daemon keeps in step with the
  * running tasks (an entry leaves with its task, so a reused ID does not
  * inherit a class). BPF only reads it. A task the daemon has not looked at
- * yet (it looks every 100 ms) is matched against the hints by task name
- * here, so a process named at exec or by PR_SET_NAME has its class from
- * its next placement on; a task neither gives a class is unknown.
+ * yet (it looks every 100 ms, or every second when BPF applies every hint
+ * and there is no PMU) is matched against the hints by task name here, so
+ * a process named at exec or by PR_SET_NAME has its class from its next
+ * placement on; a task neither gives a class is unknown.
  */
 #ifndef __SKY_CLASS_BPF_H
 #define __SKY_CLASS_BPF_H
@@ -20,9 +21,6 @@ struct {
 	__type(key, u32);
 	__type(value, u32);
 } sky_pid_class SEC(".maps");
-
-/* 1 while the daemon feeds classes; else every task is unknown, unlooked. */
-const volatile u32 classes_fed;
 
 /* The daemon's hints by task name, in its order; fixed for a run. */
 const volatile struct sky_comm_rule sky_comm_rules[SKY_COMM_RULES_MAX];
@@ -118,8 +116,6 @@ static __always_inline u32 sky_class_of(const struct task_struct *p)
 	struct sky_comm comm = {};
 	u32 pid = p->pid, *class;
 
-	if (!classes_fed)
-		return SKY_CLASS_UNKNOWN;
 	class = bpf_map_lookup_elem(&sky_pid_class, &pid);
 	if (class)
 		return *class < SKY_NR_CLASSES ? *class : SKY_CLASS_UNKNOWN;

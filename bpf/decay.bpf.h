@@ -16,9 +16,9 @@
  *   they pulled more than the LLC (decay_llc_bytes) into its domain. An
  *   idle CPU adds nothing: a task asleep on an idle machine stays warm.
  *
- * The fill estimate is the one place a measured source plugs in: where the
- * PMU counts cache misses, misses x line size replace run time x rate in
- * sky_pressure_add() and nothing else changes.
+ * Where the PMU counts LLC misses (pressure_line_bytes set), misses x line
+ * size replace run time x rate: pmu.bpf.h fills the totals at each context
+ * switch from what was measured, and nothing else changes.
  *
  * A task whose last CPU went offline or left its cpumask is cold whatever
  * the rule: there is nothing to go back to.
@@ -45,23 +45,44 @@ static __always_inline u64 *sky_llc_pressure_of(u32 llc)
 }
 
 /*
- * @p ran @ran_ns on @cpu and is leaving it: add what it pulled in, then
- * note the totals it leaves behind. Only @cpu writes its own total; the
+ * Bytes one measured LLC miss brings in (the cache line); 0 while the
+ * pressure is estimated from run time. Set by the daemon when it counts
+ * LLC misses.
+ */
+const volatile u64 pressure_line_bytes;
+
+/*
+ * @cpu's caches took in @bytes. Only @cpu writes its own total; the
  * domain total is shared by its CPUs.
+ */
+static __always_inline void sky_pressure_fill(s32 cpu, u64 bytes)
+{
+	u32 llc = sky_llc_of(cpu);
+
+	sky_cpu_pressure[sky_cpu_idx(cpu)] += bytes;
+	if (llc < nr_llcs)
+		__sync_fetch_and_add(sky_llc_pressure_of(llc), bytes);
+}
+
+/* A task leaves @cpu: it notes the totals it leaves behind. */
+static __always_inline void sky_pressure_left(struct sky_task *tctx, s32 cpu)
+{
+	u32 llc = sky_llc_of(cpu);
+
+	tctx->left_cpu_pressure = sky_cpu_pressure[sky_cpu_idx(cpu)];
+	tctx->left_llc_pressure = llc < nr_llcs ? *sky_llc_pressure_of(llc) : 0;
+}
+
+/*
+ * @p ran @ran_ns on @cpu and is leaving it: add what it pulled in (run
+ * time x fill rate, unless misses are measured), then note the totals.
  */
 static __always_inline void sky_pressure_add(struct sky_task *tctx, s32 cpu, u64 ran_ns)
 {
-	u64 bytes = ran_ns * sky_cfg.fill_bytes_per_ms / 1000000;
-	u32 llc = sky_llc_of(cpu);
-	u64 *own = &sky_cpu_pressure[sky_cpu_idx(cpu)];
-
-	*own += bytes;
-	if (llc < nr_llcs)
-		__sync_fetch_and_add(sky_llc_pressure_of(llc), bytes);
-	if (!tctx)
-		return;
-	tctx->left_cpu_pressure = *own;
-	tctx->left_llc_pressure = llc < nr_llcs ? *sky_llc_pressure_of(llc) : 0;
+	if (!pressure_line_bytes)
+		sky_pressure_fill(cpu, ran_ns * sky_cfg.fill_bytes_per_ms / 1000000);
+	if (tctx)
+		sky_pressure_left(tctx, cpu);
 }
 
 /* How long the task slept: measured to now while the sleep goes on. */

@@ -52,6 +52,30 @@ enum sky_class {
 	SKY_NR_CLASSES,
 };
 
+/*
+ * The PMU counters the daemon opens on each CPU (userspace/classify/src/
+ * pmu.rs), by slot; a slot the CPU does not offer stays unopened. The
+ * order is Rust's sky_classify::pmu::Counter; a test checks it.
+ */
+enum sky_pmu_counter {
+	SKY_PMU_CYCLES		= 0,
+	SKY_PMU_INSTRUCTIONS	= 1,
+	SKY_PMU_LLC_MISSES	= 2,
+	SKY_PMU_STALL_CYCLES	= 3,
+	SKY_PMU_STORES		= 4,
+	SKY_NR_PMU,
+};
+
+/*
+ * What the PMU counted while one task ran, summed since it was first seen
+ * (bpf/pmu.bpf.h); the daemon takes differences. Keyed by thread ID: the
+ * start time tells a reused ID from the task that had it.
+ */
+struct sky_task_counts {
+	u64 start_time;
+	u64 count[SKY_NR_PMU];
+};
+
 /* How a hint's pattern matches a task name (a glob of these shapes only). */
 enum sky_comm_shape {
 	SKY_COMM_EXACT		= 0,	/* name */
@@ -116,6 +140,11 @@ enum sky_stat_idx {
 	SKY_STAT_PM_BESIDE_PM_WRITER_NS,	/* nanoseconds a PM writer ran beside another PM writer */
 	SKY_STAT_PM_BESIDE_IDLE_NS,	/* nanoseconds a PM writer ran beside an idle sibling */
 	SKY_STAT_PM_BESIDE_OTHER_NS,	/* nanoseconds a PM writer ran beside any other task */
+	SKY_STAT_SMT_PLACEMENTS,	/* tasks placed on an idle CPU for its sibling's class (SMT pairing) */
+	SKY_STAT_SMT_MOVES,		/* tasks moved at slice end to run beside their SMT mate */
+	SKY_STAT_PMU_CHARGES,		/* context switches whose PMU counts were charged to a task */
+	SKY_STAT_PMU_READ_ERRORS,	/* PMU counters that could not be read at a context switch */
+	SKY_STAT_MEASURED_FILL_BYTES,	/* bytes of cache pressure measured as LLC misses x line size */
 	SKY_STAT_HOTPLUG_EVENTS,	/* CPUs that went online or offline */
 	SKY_NR_STATS,
 };
@@ -133,6 +162,11 @@ struct sky_config {
 	u32 walk_depth;
 	/* 1: a synchronous wakeup may run on the waker's CPU (shared data). */
 	u32 wake_sync;
+	/*
+	 * 1: SMT pairing (smt.bpf.h) places PM writers beside compute tasks
+	 * and moves them at slice end; needs classes and SMT.
+	 */
+	u32 smt_pairing;
 	/* Sleep rule: off-CPU time after which the private (L2) cache is cold. */
 	u64 decay_core_ns;
 	/* Sleep rule: off-CPU time after which the last-level cache is cold. */

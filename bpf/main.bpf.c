@@ -15,6 +15,7 @@
 #include "sky1.bpf.h"
 #include "class.bpf.h"
 #include "smt.bpf.h"
+#include "pmu.bpf.h"
 #include "dump.bpf.h"
 
 char _license[] SEC("license") = "GPL";
@@ -29,7 +30,9 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	bool direct = false;
 	s32 cpu;
 
-	if (sky_cfg.affinity && sky_task_is_free(p))
+	if ((cpu = sky_smt_place(p, prev_cpu)) >= 0)
+		direct = true;
+	else if (sky_cfg.affinity && sky_task_is_free(p))
 		cpu = sky1_select_cpu(p, prev_cpu, wake_flags, &direct);
 	else if (__COMPAT_HAS_scx_bpf_select_cpu_and)
 		direct = (cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0)) >= 0;
@@ -48,7 +51,7 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct sky_task *tctx = sky_task_of(p);
-	s32 cpu = scx_bpf_task_cpu(p);
+	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 now = scx_bpf_now();
 
 	/*
@@ -68,17 +71,38 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, sky_cfg.slice_ns, enq_flags);
 		return;
 	}
+	/*
+	 * Left without a slice at its slice end to move for SMT pairing (the
+	 * only way SCX_ENQ_LAST comes here): if the move no longer suits, it
+	 * runs on where it was, as it would have had its slice been renewed.
+	 */
+	if (enq_flags & SCX_ENQ_LAST) {
+		if (!sky_smt_move(p, tctx, cpu, enq_flags))
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, sky_cfg.slice_ns, enq_flags);
+		return;
+	}
+	idle = sky_smt_place(p, cpu);
+	if (idle >= 0) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | idle, sky_cfg.slice_ns, enq_flags);
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		return;
+	}
 	sky1_enqueue(p, tctx, cpu, enq_flags, now);
 	sky_bound_keep_watch(now);
 }
 
 void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 {
-	sky_bound_catch_up(scx_bpf_now());
+	u64 now = scx_bpf_now();
+
+	sky_bound_catch_up(now);
 	if (sky1_dispatch(cpu, prev))
 		return;
-	/* Nothing else should run here: let the previous task keep the CPU. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+	/*
+	 * Nothing else should run here: let the previous task keep the CPU,
+	 * unless SMT pairing moves it (its zero slice sends it to enqueue).
+	 */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && !sky_smt_wants_move(cpu, prev, now))
 		scx_bpf_task_set_slice(prev, sky_slice_for(cpu));
 }
 
@@ -217,6 +241,7 @@ s32 BPF_STRUCT_OPS(sky_init_task, struct task_struct *p, struct scx_init_task_ar
 	if (!tctx)
 		return -ENOMEM;
 	tctx->last_cpu = -1;
+	tctx->smt_target = -1;
 	return 0;
 }
 
@@ -275,5 +300,10 @@ SCX_OPS_DEFINE(sky_ops,
 	       .dump_task	= (void *)sky_dump_task_op,
 	       .init		= (void *)sky_init,
 	       .exit		= (void *)sky_exit,
-	       .flags		= SCX_OPS_KEEP_BUILTIN_IDLE,
+	       /*
+		* ENQ_LAST: a task whose slice dispatch leaves at zero comes to
+		* enqueue instead of running on (SMT pairing moves it); dispatch
+		* renews every other slice, so nothing else changes.
+		*/
+	       .flags		= SCX_OPS_KEEP_BUILTIN_IDLE | SCX_OPS_ENQ_LAST,
 	       .name		= "sky");

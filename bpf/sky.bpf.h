@@ -14,7 +14,8 @@
  *   sky1.bpf.h      SKY-1 placement: which queue a task waits in, dispatch
  *   bound.bpf.h     the wait bound: grace alarms and starvation rescue
  *   class.bpf.h     task classes the daemon gives (compute, pm-writer, ...)
- *   smt.bpf.h       SMT siblings and what each runs, by class
+ *   smt.bpf.h       SMT pairing: PM writers beside compute tasks
+ *   pmu.bpf.h       PMU counts charged to the task that ran (for classes)
  *   dump.bpf.h      what the kernel prints when it ejects the scheduler
  */
 #ifndef __SKY_BPF_H
@@ -29,6 +30,8 @@ struct sky_task {
 	s32 last_cpu;
 	/* 1 if its footprint was cold when it was last placed (for statistics). */
 	u32 cold;
+	/* CPU an SMT pairing move takes it to at its next enqueue; -1 none. */
+	s32 smt_target;
 	/* The queue its vtime is measured against (vtime.bpf.h). */
 	s32 vframe;
 	/* When the task went to sleep; 0 while it is runnable. */
@@ -42,6 +45,8 @@ struct sky_task {
 	/* Cache pressure on last_cpu and on its LLC when the task left them. */
 	u64 left_cpu_pressure;
 	u64 left_llc_pressure;
+	/* No SMT pairing move for it before this (smt.bpf.h). */
+	u64 smt_held_until;
 };
 
 struct {

@@ -1,32 +1,109 @@
 //! Feeds task classes to BPF: on every refresh the running tasks' classes
-//! (from class hints; from PMU counters once those are attributed) are
-//! written to the `sky_pid_class` map and entries of tasks gone removed.
+//! (from class hints, else from the PMU counts BPF charged them, judged by
+//! the classifier) are written to the `sky_pid_class` map and entries of
+//! tasks gone removed.
 
 use crate::bpf::intf;
 use crate::bpf::skel::types::sky_comm_rule;
 use anyhow::Result;
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
-use sky_classify::{live, ClassTable, CommShape, Hints, TaskId};
+use sky_classify::pmu::{self, Counter, OpenCounters, PmuSource};
+use sky_classify::{live, Class, ClassTable, Classifier, CommShape, Deltas, Hints, TaskId};
 use sky_policy::Policy;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Opens the PMU counters `source` asks for on every online CPU, or
+/// returns `None` with a log line saying why there are none.
+pub fn open_pmu(source: PmuSource, topo: &sky_topology::Topology) -> Option<OpenCounters> {
+    if source == PmuSource::Off {
+        return None;
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let table = pmu::event_table(&pmu::CpuModel::parse(&cpuinfo), source);
+    let cpus: Vec<usize> = topo.online_cpus().map(|c| c.id).collect();
+    match pmu::open(&cpus, &table) {
+        Ok((open, notes)) => {
+            info!(
+                "PMU ({source}): counting {} on {} CPUs; tasks are classed from their counts",
+                open.describe(),
+                cpus.len()
+            );
+            for note in notes {
+                info!("PMU: {note}");
+            }
+            Some(open)
+        }
+        Err(e) => {
+            info!("no usable PMU ({e:#}): task classes come from hints only");
+            None
+        }
+    }
+}
 
 pub struct ClassFeed {
     hints: Hints,
     table: ClassTable,
     warned: bool,
+    /// How often the tasks are listed: every 100 ms when some hint is the
+    /// daemon's to apply; every second when BPF applies them all (the
+    /// listing then only keeps the census and saves BPF the name match).
+    period: Duration,
+    refreshed_at: Option<Instant>,
+    pmu: Option<PmuClasses>,
 }
 
+/// Classes from the PMU: the counts BPF charged each task, as deltas per
+/// period, through the classifier.
+struct PmuClasses {
+    classifier: Classifier<u32>,
+    deltas: Deltas,
+    /// Which counter slots are counted.
+    open: [bool; 5],
+}
+
+/// Listing every thread in /proc is not free (a few ms per thousand
+/// threads): done as often as hints need, no more.
+const DAEMON_PERIOD: Duration = Duration::from_millis(100);
+const CENSUS_PERIOD: Duration = Duration::from_secs(1);
+
 impl ClassFeed {
-    /// A feed if any hint is given (`--class`, the policy's
-    /// `[[class_rule]]`); with none there is nothing to feed yet.
-    pub fn new(command_line: &[String], policy: &Policy) -> Result<Option<Self>> {
+    /// Classes from the hints (`--class`, the policy's `[[class_rule]]`),
+    /// shared spaces' PM writers, and the PMU counters if open (`pmu`).
+    pub fn new(
+        command_line: &[String],
+        policy: &Policy,
+        pmu: Option<&OpenCounters>,
+    ) -> Result<Self> {
         let hints = Hints::new(command_line, &policy.class_rule)?;
-        Ok((!hints.is_empty()).then(|| ClassFeed {
+        let pmu = match pmu {
+            Some(open) => Some(PmuClasses {
+                classifier: Classifier::new(policy.classify.clone())?,
+                deltas: Deltas::default(),
+                open: Counter::ALL.map(|c| open.is_open(c)),
+            }),
+            None => None,
+        };
+        let all_in_bpf = hints
+            .bpf_comm_rules(intf::sky_consts_SKY_COMM_RULES_MAX as usize)
+            .0
+            .len()
+            == hints.len();
+        let period = if all_in_bpf && pmu.is_none() {
+            CENSUS_PERIOD
+        } else {
+            DAEMON_PERIOD
+        };
+        Ok(ClassFeed {
             hints,
             table: ClassTable::default(),
             warned: false,
-        }))
+            period,
+            refreshed_at: None,
+            pmu,
+        })
     }
 
     /// The name hints BPF applies itself, the moment a task is named, into
@@ -53,16 +130,36 @@ impl ClassFeed {
         bpf.len() as u32
     }
 
-    /// Brings the map in step with the tasks running now.
-    pub fn refresh(&mut self, map: &impl MapCore) {
-        let tasks = live::scan_tasks(Path::new("/proc"));
+    /// Brings the class map in step with the tasks running now (and their
+    /// PMU counts, `counts`: sky_pid_counts), if a period has passed since
+    /// the last time.
+    pub fn refresh(&mut self, map: &impl MapCore, counts: &impl MapCore) {
+        if self.refreshed_at.is_some_and(|t| t.elapsed() < self.period) {
+            return;
+        }
+        self.refreshed_at = Some(Instant::now());
+        let tasks = live::scan_tasks(Path::new("/proc"), self.hints.by_cgroup());
+        if let Some(pmu) = &mut self.pmu {
+            let alive: HashMap<u32, &str> =
+                tasks.iter().map(|t| (t.tid, t.comm.as_str())).collect();
+            pmu.observe(counts, &alive);
+        }
+        let pmu = &self.pmu;
+        let space_pm_writers: HashSet<u32> = sky_pvas::hints::read_all()
+            .into_iter()
+            .flat_map(|space| space.pm_writers)
+            .collect();
         let classes = tasks.iter().map(|t| {
             let id = TaskId {
                 pid: t.tid,
                 comm: &t.comm,
                 cgroup: &t.cgroup,
             };
-            (t.tid, self.hints.resolve(&id, sky_classify::Class::Unknown))
+            let measured = pmu
+                .as_ref()
+                .map_or(Class::Unknown, |p| p.classifier.class_of(&t.tid));
+            let in_space = space_pm_writers.contains(&t.pid);
+            (t.tid, class_of(&self.hints, &id, in_space, measured))
         });
         let changes = self.table.update(classes.collect::<Vec<_>>());
         for (tid, class) in changes.set {
@@ -91,6 +188,68 @@ impl ClassFeed {
             .collect::<Vec<_>>()
             .join(" ")
     }
+}
+
+/// A task's class: the first hint rule that matches; else pm-writer if
+/// its process is a shared space's PM writer (`in_space_pm_writer`, the
+/// flag sky_pvas sets on persistent-queue writers); else what its counters
+/// say. Hints beat the PMU, the PMU beats unknown.
+fn class_of(hints: &Hints, task: &TaskId<'_>, in_space_pm_writer: bool, measured: Class) -> Class {
+    hints
+        .class_for(task)
+        .or(in_space_pm_writer.then_some(Class::PmWriter))
+        .unwrap_or(measured)
+}
+
+impl PmuClasses {
+    /// Each counted task's deltas since the last period go through the
+    /// classifier; tasks gone are forgotten and their sums removed.
+    /// A task whose measured class changes is logged with the features
+    /// that decided it (`alive`: the tasks running, with their names).
+    fn observe(&mut self, counts: &impl MapCore, alive: &HashMap<u32, &str>) {
+        for key in counts.keys() {
+            let Some(tid) = key.as_slice().try_into().ok().map(u32::from_ne_bytes) else {
+                continue;
+            };
+            let Some(comm) = alive.get(&tid) else {
+                let _ = counts.delete(&key);
+                self.deltas.forget(tid);
+                self.classifier.forget(&tid);
+                continue;
+            };
+            let Ok(Some(value)) = counts.lookup(&key, MapFlags::ANY) else {
+                continue;
+            };
+            let Some((start_time, sums)) = parse_task_counts(&value) else {
+                continue;
+            };
+            let counters = self.deltas.take(tid, start_time, sums, self.open);
+            if let Some(change) = self.classifier.observe(&tid, &counters) {
+                let features = counters
+                    .features(0)
+                    .map_or_else(|| "no instructions".to_string(), |f| f.to_string());
+                info!(
+                    "class: task {tid} ({comm}) measured {} -> {}: {features}",
+                    change.from, change.to
+                );
+            }
+        }
+    }
+}
+
+/// A `struct sky_task_counts` value: start time, then one sum per slot.
+fn parse_task_counts(value: &[u8]) -> Option<(u64, [u64; 5])> {
+    let word = |i: usize| {
+        value
+            .get(i * 8..i * 8 + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_ne_bytes)
+    };
+    let mut sums = [0; 5];
+    for (slot, sum) in sums.iter_mut().enumerate() {
+        *sum = word(slot + 1)?;
+    }
+    Some((word(0)?, sums))
 }
 
 fn shape_value(shape: CommShape) -> u32 {
@@ -122,10 +281,53 @@ mod tests {
     }
 
     #[test]
+    fn hints_beat_shared_space_flags_which_beat_counters() {
+        let hints = Hints::new(&["cpu-*=compute".to_string()], &[]).unwrap();
+        let task = |comm| TaskId {
+            pid: 9,
+            comm,
+            cgroup: "",
+        };
+        let c = |comm, in_space, measured| class_of(&hints, &task(comm), in_space, measured);
+        assert_eq!(c("cpu-x", true, Class::MemoryBound), Class::Compute);
+        assert_eq!(c("queue", true, Class::Compute), Class::PmWriter);
+        assert_eq!(c("queue", false, Class::MemoryBound), Class::MemoryBound);
+        assert_eq!(c("queue", false, Class::Unknown), Class::Unknown);
+    }
+
+    #[test]
+    fn counter_slots_and_counts_have_the_layout_bpf_writes() {
+        let slots = [
+            (Counter::Cycles, intf::sky_pmu_counter_SKY_PMU_CYCLES),
+            (
+                Counter::Instructions,
+                intf::sky_pmu_counter_SKY_PMU_INSTRUCTIONS,
+            ),
+            (Counter::LlcMisses, intf::sky_pmu_counter_SKY_PMU_LLC_MISSES),
+            (
+                Counter::StallCycles,
+                intf::sky_pmu_counter_SKY_PMU_STALL_CYCLES,
+            ),
+            (Counter::Stores, intf::sky_pmu_counter_SKY_PMU_STORES),
+        ];
+        for (counter, value) in slots {
+            assert_eq!(counter as u32, value, "{}", counter.name());
+        }
+        assert_eq!(
+            Counter::ALL.len(),
+            intf::sky_pmu_counter_SKY_NR_PMU as usize
+        );
+        assert_eq!(std::mem::size_of::<intf::sky_task_counts>(), 48);
+        let bytes: Vec<u8> = (1..=6u64).flat_map(|v| v.to_ne_bytes()).collect();
+        assert_eq!(parse_task_counts(&bytes), Some((1, [2, 3, 4, 5, 6])));
+        assert_eq!(parse_task_counts(&bytes[..40]), None);
+    }
+
+    #[test]
     fn name_hints_are_written_for_bpf_in_order() {
         let policy = Policy::load("sky1").unwrap();
         let cli = ["cpu-*=compute", "*pm*=pm-writer", "c?x=compute"].map(String::from);
-        let feed = ClassFeed::new(&cli, &policy).unwrap().unwrap();
+        let feed = ClassFeed::new(&cli, &policy, None).unwrap();
         let mut rules = [sky_comm_rule::default(); 4];
         assert_eq!(feed.bpf_comm_rules(&mut rules), 2);
         let name: Vec<u8> = rules[0].pattern[..5].iter().map(|&b| b as u8).collect();
@@ -146,6 +348,13 @@ mod tests {
                 Class::PmWriter.bpf_value()
             )
         );
-        assert!(ClassFeed::new(&[], &policy).unwrap().is_none());
+        assert_eq!(feed.period, DAEMON_PERIOD, "c?x needs the daemon");
+        let bpf_only = ["cpu-*=compute".to_string()];
+        let feed = ClassFeed::new(&bpf_only, &policy, None).unwrap();
+        assert_eq!(feed.period, CENSUS_PERIOD);
+        // Counters must be read every period, hints or not.
+        let pmu = OpenCounters::default();
+        let feed = ClassFeed::new(&[], &policy, Some(&pmu)).unwrap();
+        assert_eq!(feed.period, DAEMON_PERIOD);
     }
 }

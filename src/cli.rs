@@ -152,6 +152,13 @@ pub struct RunOpts {
     #[arg(long, value_name = "MS")]
     pub starve_ms: Option<u64>,
 
+    /// SMT pairing on or off (overrides the policy): a persistent-memory
+    /// writer runs beside a compute task on one core, moved there at its
+    /// slice end if it landed elsewhere. Needs task classes (--class or
+    /// the PMU) and SMT.
+    #[arg(long, value_name = "BOOL")]
+    pub smt_pairing: Option<bool>,
+
     /// Print a statistics line every this many seconds; 0 prints none.
     #[arg(short = 'i', long, value_name = "SECS", default_value_t = 2.0)]
     pub stats_interval: f64,
@@ -167,6 +174,17 @@ pub struct RunOpts {
     /// shows in the statistics.
     #[arg(long = "class", value_name = "RULE")]
     pub classes: Vec<String>,
+
+    /// Where task classes are measured: `auto` opens the hardware PMU's
+    /// counters (cycles, instructions, LLC misses, stall cycles, stores,
+    /// as the CPU offers them) and classes every task from what it
+    /// counts, or logs that there is no PMU and uses hints alone; `off`
+    /// uses hints alone; `software` stands software events in for the
+    /// hardware ones (clocks for cycles and instructions, page faults for
+    /// LLC misses), to test the plumbing where there is no PMU: every busy
+    /// task then looks like compute.
+    #[arg(long, value_name = "SOURCE", default_value_t = sky_classify::pmu::PmuSource::Auto)]
+    pub pmu: sky_classify::pmu::PmuSource,
 
     /// Size of the debug dump printed if the scheduler is ejected (0: default).
     #[arg(long, default_value_t = 0)]

@@ -2,7 +2,7 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
-use crate::classes::ClassFeed;
+use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
 use crate::stats::Counters;
 use anyhow::{bail, Context, Result};
@@ -21,7 +21,10 @@ pub struct Scheduler<'a> {
     struct_ops: Option<libbpf_rs::Link>,
     stats_interval: Duration,
     run_for: Duration,
-    classes: Option<ClassFeed>,
+    classes: ClassFeed,
+    /// The PMU counters BPF reads and the program that charges them to
+    /// tasks; held for the run.
+    _pmu: Option<(sky_classify::pmu::OpenCounters, Option<libbpf_rs::Link>)>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -65,24 +68,38 @@ impl<'a> Scheduler<'a> {
             slice_us: opts.slice_us,
             affinity_grace_us: opts.affinity_grace_us,
             starve_ms: opts.starve_ms,
+            smt_pairing: opts.smt_pairing,
             decay_core_us: opts.decay_core_us,
             decay_llc_us: opts.decay_llc_us,
         };
         let knobs = policy.resolve(&over, &derived)?;
-        let classes = ClassFeed::new(&opts.classes, &policy)?;
         log_start(&policy, &topo, &knobs);
+        // PMU counters where the machine has them; classes from hints,
+        // shared spaces and counters.
+        let pmu = open_pmu(opts.pmu, &topo);
+        let classes = ClassFeed::new(&opts.classes, &policy, pmu.as_ref())?;
 
         // Hand BPF the topology, the policy and the name hints it applies.
         write_topology(&mut skel, &topo)?;
-        if let Some(classes) = &classes {
+        {
             let rodata = skel
                 .maps
                 .rodata_data
                 .as_mut()
                 .context("BPF object has no rodata")?;
-            rodata.classes_fed = 1;
+            if let Some(pmu) = &pmu {
+                rodata.pmu_counters = pmu.mask();
+                // Measured cache pressure for the decay rule.
+                if pmu.is_open(sky_classify::pmu::Counter::LlcMisses) {
+                    rodata.pressure_line_bytes = topo.line_bytes;
+                    info!(
+                        "cache pressure measured: LLC misses x {} B lines, not run time x fill rate",
+                        topo.line_bytes
+                    );
+                }
+            }
             rodata.sky_nr_comm_rules = classes.bpf_comm_rules(&mut rodata.sky_comm_rules);
-            // What PM writers' siblings run is counted while classes are fed.
+            // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
         }
         write_config(
@@ -96,8 +113,18 @@ impl<'a> Scheduler<'a> {
             1,
         );
 
+        if pmu.is_some() {
+            skel.progs.sky_pmu_switch.set_autoload(true);
+        }
+
         // Verify and load, then attach: from here on tasks are ours.
         let mut skel = scx_ops_load!(skel, sky_ops, uei)?;
+        let pmu = pmu.map(|open| {
+            let link = attach_pmu(&mut skel, &open)
+                .inspect_err(|e| warn!("PMU counts are not charged to tasks: {e:#}"))
+                .ok();
+            (open, link)
+        });
         let struct_ops = Some(scx_ops_attach!(skel, sky_ops)?);
         info!("scx_sky attached");
         Ok(Self {
@@ -106,6 +133,7 @@ impl<'a> Scheduler<'a> {
             stats_interval,
             run_for,
             classes,
+            _pmu: pmu,
         })
     }
 
@@ -120,9 +148,10 @@ impl<'a> Scheduler<'a> {
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));
-            if let Some(classes) = &mut self.classes {
-                classes.refresh(&self.skel.maps.sky_pid_class);
-            }
+            self.classes.refresh(
+                &self.skel.maps.sky_pid_class,
+                &self.skel.maps.sky_pid_counts,
+            );
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
                 let now = self.counters()?;
                 info!("stats: {}{}", now.since(&last).line(), self.class_census());
@@ -139,12 +168,9 @@ impl<'a> Scheduler<'a> {
         uei_report!(&self.skel, uei)
     }
 
-    /// ` classes: compute=N ...` when classes are fed, else nothing.
+    /// ` classes: compute=N ...`: the tasks of each known class.
     fn class_census(&self) -> String {
-        self.classes
-            .as_ref()
-            .map(|c| format!(" classes: {}", c.census()))
-            .unwrap_or_default()
+        format!(" classes: {}", self.classes.census())
     }
 
     fn counters(&self) -> Result<Counters> {
@@ -226,6 +252,25 @@ fn write_topology(skel: &mut OpenBpfSkel, topo: &Topology) -> Result<()> {
     Ok(())
 }
 
+/// Puts each CPU's counters where BPF reads them and attaches the program
+/// that charges them to tasks at every context switch.
+fn attach_pmu(
+    skel: &mut BpfSkel,
+    open: &sky_classify::pmu::OpenCounters,
+) -> Result<libbpf_rs::Link> {
+    use libbpf_rs::{MapCore, MapFlags};
+    for (index, fd) in open.map_entries(intf::sky_consts_SKY_MAX_CPUS as usize) {
+        skel.maps
+            .sky_pmu_events
+            .update(&index.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+            .with_context(|| format!("handing BPF PMU counter {index}"))?;
+    }
+    skel.progs
+        .sky_pmu_switch
+        .attach()
+        .context("attaching the PMU charging program to sched_switch")
+}
+
 fn write_config(cfg: &mut crate::bpf::skel::types::sky_config, k: &Knobs, generation: u64) {
     cfg.affinity = u32::from(k.affinity);
     cfg.decay = match k.decay {
@@ -234,6 +279,7 @@ fn write_config(cfg: &mut crate::bpf::skel::types::sky_config, k: &Knobs, genera
     };
     cfg.walk_depth = k.walk_depth;
     cfg.wake_sync = u32::from(k.wake_sync);
+    cfg.smt_pairing = u32::from(k.smt_pairing);
     cfg.decay_core_ns = k.decay_core_ns;
     cfg.decay_llc_ns = k.decay_llc_ns;
     cfg.decay_core_bytes = k.decay_core_bytes;

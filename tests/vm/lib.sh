@@ -167,4 +167,6 @@ stop_trace() {
 	cat /tmp/trace.out
 	grep -v 'tracing scheduler events' /tmp/trace.err
 	echo "check trace_exit=$rc"
+	# Later checks win: an earlier trace's failure must not be hidden.
+	[ "$rc" = 0 ] || echo "check trace_failed=$rc"
 }

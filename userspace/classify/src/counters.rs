@@ -1,6 +1,9 @@
 //! Per-task counter deltas over one period, and the features classes are
 //! judged by.
 
+use std::collections::HashMap;
+use std::fmt;
+
 /// What the PMU counted while one task ran during one period. Events the
 /// CPU does not offer are `None`: features that need them are unknown,
 /// never guessed.
@@ -57,6 +60,45 @@ impl Counters {
     }
 }
 
+/// Turns the running sums BPF keeps per task (bpf/pmu.bpf.h, by counter
+/// slot) into what each task counted since the last look.
+#[derive(Debug, Clone, Default)]
+pub struct Deltas {
+    /// Thread ID -> (its start time, the sums at the last look).
+    last: HashMap<u32, (u64, [u64; 5])>,
+}
+
+impl Deltas {
+    /// What `tid` counted since the last look; `open[slot]` says which
+    /// slots are counted at all (the others are `None`, not 0). A thread
+    /// seen for the first time, or whose ID now belongs to a new thread
+    /// (another start time), counted all of its sums; a sum that went
+    /// backwards (BPF restarted it) counts from 0.
+    pub fn take(&mut self, tid: u32, start_time: u64, sums: [u64; 5], open: [bool; 5]) -> Counters {
+        let before = match self.last.insert(tid, (start_time, sums)) {
+            Some((start, before)) if start == start_time => before,
+            _ => [0; 5],
+        };
+        let d: Vec<u64> = sums
+            .iter()
+            .zip(before)
+            .map(|(now, was)| now.checked_sub(was).unwrap_or(*now))
+            .collect();
+        let slot = |i: usize| open[i].then_some(d[i]);
+        Counters {
+            cycles: d[0],
+            instructions: d[1],
+            llc_misses: slot(2),
+            stall_cycles: slot(3),
+            stores: slot(4),
+        }
+    }
+
+    pub fn forget(&mut self, tid: u32) {
+        self.last.remove(&tid);
+    }
+}
+
 /// Ratios that tell the classes apart.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Features {
@@ -68,4 +110,20 @@ pub struct Features {
     pub stall_share: Option<f64>,
     /// Stores per thousand instructions.
     pub stores_pki: Option<f64>,
+}
+
+impl fmt::Display for Features {
+    /// `cpi=1.02 llc_mpki=0.3 stall=- stores_pki=-` (`-`: not counted).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt =
+            |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+        write!(
+            f,
+            "cpi={:.2} llc_mpki={} stall={} stores_pki={}",
+            self.cpi,
+            opt(self.llc_mpki, 1),
+            opt(self.stall_share, 2),
+            opt(self.stores_pki, 1)
+        )
+    }
 }

@@ -179,6 +179,18 @@ impl Hints {
         self.rules.is_empty()
     }
 
+    /// Does any rule match by cgroup (so tasks' cgroups must be read)?
+    pub fn by_cgroup(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| matches!(r.matcher, Matcher::Cgroup(_)))
+    }
+
+    /// How many rules there are.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
     /// The name rules BPF can apply itself, in order, up to `max`, and
     /// the name rules it cannot (their globs, for a log line). BPF stops
     /// at the first rule it cannot apply (another glob, or a cgroup or pid

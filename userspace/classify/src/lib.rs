@@ -11,12 +11,13 @@ pub mod classifier;
 pub mod counters;
 pub mod hints;
 pub mod live;
+pub mod pmu;
 pub mod replay;
 pub mod thresholds;
 
 pub use class::Class;
 pub use classifier::{Classifier, Transition};
-pub use counters::{Counters, Features};
+pub use counters::{Counters, Deltas, Features};
 pub use hints::{CommShape, Hints, Rule, RuleSpec, TaskId};
 pub use live::{ClassTable, LiveTask};
 pub use thresholds::Thresholds;

@@ -12,6 +12,8 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveTask {
     pub tid: u32,
+    /// Its process (thread group) ID.
+    pub pid: u32,
     pub comm: String,
     pub cgroup: String,
 }
@@ -27,24 +29,29 @@ pub fn cgroup_path(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Every thread under `proc_root` (normally /proc). Best effort: tasks
-/// that exit while it reads are skipped.
-pub fn scan_tasks(proc_root: &Path) -> Vec<LiveTask> {
+/// Every thread under `proc_root` (normally /proc), with its process's
+/// cgroup if `with_cgroup` (else an empty path: one read fewer per process).
+/// Best effort: tasks that exit while it reads are skipped.
+pub fn scan_tasks(proc_root: &Path, with_cgroup: bool) -> Vec<LiveTask> {
     let mut tasks = Vec::new();
     let Ok(procs) = std::fs::read_dir(proc_root) else {
         return tasks;
     };
     for proc_dir in procs.flatten() {
-        let Some(_pid) = proc_dir
+        let Some(pid) = proc_dir
             .file_name()
             .to_str()
             .and_then(|n| n.parse::<u32>().ok())
         else {
             continue;
         };
-        let cgroup = std::fs::read_to_string(proc_dir.path().join("cgroup"))
-            .map(|t| cgroup_path(&t))
-            .unwrap_or_default();
+        let cgroup = if with_cgroup {
+            std::fs::read_to_string(proc_dir.path().join("cgroup"))
+                .map(|t| cgroup_path(&t))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
         let Ok(threads) = std::fs::read_dir(proc_dir.path().join("task")) else {
             continue;
         };
@@ -55,6 +62,7 @@ pub fn scan_tasks(proc_root: &Path) -> Vec<LiveTask> {
             if let Ok(comm) = std::fs::read_to_string(thread.path().join("comm")) {
                 tasks.push(LiveTask {
                     tid,
+                    pid,
                     comm: comm.trim_end_matches('\n').to_string(),
                     cgroup: cgroup.clone(),
                 });
@@ -157,10 +165,16 @@ mod tests {
     #[test]
     fn this_process_is_found_with_its_name() {
         let me = std::process::id();
-        let tasks = scan_tasks(Path::new("/proc"));
-        let mine = tasks.iter().find(|t| t.tid == me).expect("own task listed");
         let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
-        assert_eq!(mine.comm, comm.trim_end());
-        assert!(scan_tasks(Path::new("/nonexistent")).is_empty());
+        let cgroup = cgroup_path(&std::fs::read_to_string("/proc/self/cgroup").unwrap());
+        for with_cgroup in [true, false] {
+            let tasks = scan_tasks(Path::new("/proc"), with_cgroup);
+            let mine = tasks.iter().find(|t| t.tid == me).expect("own task listed");
+            assert_eq!(mine.pid, me);
+            assert_eq!(mine.comm, comm.trim_end());
+            let expected = if with_cgroup { cgroup.as_str() } else { "" };
+            assert_eq!(mine.cgroup, expected);
+        }
+        assert!(scan_tasks(Path::new("/nonexistent"), true).is_empty());
     }
 }

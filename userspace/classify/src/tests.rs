@@ -213,3 +213,30 @@ fn a_class_tested_first_takes_over_while_the_current_one_still_holds() {
         }]
     );
 }
+
+#[test]
+fn running_sums_become_per_period_deltas() {
+    let mut d = Deltas::default();
+    let open = [true, true, true, false, false];
+    let first = d.take(7, 100, [10, 20, 3, 0, 0], open);
+    assert_eq!((first.cycles, first.instructions), (10, 20));
+    assert_eq!((first.llc_misses, first.stall_cycles), (Some(3), None));
+    let next = d.take(7, 100, [15, 40, 3, 0, 0], open);
+    assert_eq!(
+        (next.cycles, next.instructions, next.llc_misses),
+        (5, 20, Some(0))
+    );
+    // The ID now belongs to a new thread: its sums count whole.
+    let reused = d.take(7, 999, [4, 8, 1, 0, 0], open);
+    assert_eq!((reused.cycles, reused.instructions), (4, 8));
+    // A sum that went backwards restarted: it counts from 0.
+    let restarted = d.take(7, 999, [2, 9, 1, 0, 0], open);
+    assert_eq!((restarted.cycles, restarted.instructions), (2, 1));
+    d.forget(7);
+    assert_eq!(d.take(7, 999, [3, 10, 1, 0, 0], open).cycles, 3);
+    let features = next.features(1).unwrap();
+    assert_eq!(
+        features.to_string(),
+        "cpi=0.25 llc_mpki=0.0 stall=- stores_pki=-"
+    );
+}

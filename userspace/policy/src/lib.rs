@@ -50,6 +50,10 @@ pub struct Policy {
     /// A synchronous wakeup may run on the waker's CPU.
     #[serde(default = "default_wake_sync")]
     pub wake_sync: bool,
+    /// SMT pairing: PM writers beside compute tasks (needs classes and a
+    /// machine with SMT; does nothing otherwise).
+    #[serde(default = "default_smt_pairing")]
+    pub smt_pairing: bool,
     /// Left out: derived from cache sizes.
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
@@ -74,6 +78,9 @@ fn default_slice_min_us() -> u64 {
 fn default_wake_sync() -> bool {
     true
 }
+fn default_smt_pairing() -> bool {
+    true
+}
 
 /// Command-line overrides; `None` keeps the policy's value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,6 +90,7 @@ pub struct Overrides {
     pub slice_us: Option<u64>,
     pub affinity_grace_us: Option<u64>,
     pub starve_ms: Option<u64>,
+    pub smt_pairing: Option<bool>,
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
 }
@@ -94,6 +102,7 @@ pub struct Knobs {
     pub decay: DecayRule,
     pub walk_depth: u32,
     pub wake_sync: bool,
+    pub smt_pairing: bool,
     pub slice_ns: u64,
     pub slice_min_ns: u64,
     pub affinity_grace_ns: u64,
@@ -247,6 +256,7 @@ impl Policy {
         p.slice_min_us = p.slice_min_us.min(p.slice_us);
         p.affinity_grace_us = over.affinity_grace_us.unwrap_or(p.affinity_grace_us);
         p.starve_ms = over.starve_ms.unwrap_or(p.starve_ms);
+        p.smt_pairing = over.smt_pairing.unwrap_or(p.smt_pairing);
         p.decay_core_us = over.decay_core_us.or(p.decay_core_us);
         p.decay_llc_us = over.decay_llc_us.or(p.decay_llc_us);
         p.validate().context("command-line override")?;
@@ -274,6 +284,7 @@ impl Policy {
             decay: p.decay,
             walk_depth: p.walk_depth,
             wake_sync: p.wake_sync,
+            smt_pairing: p.smt_pairing,
             slice_ns: p.slice_us * 1000,
             slice_min_ns: p.slice_min_us * 1000,
             affinity_grace_ns: p.affinity_grace_us * 1000,

@@ -75,12 +75,23 @@ pub fn read_all() -> Vec<SpaceHints> {
 
 /// Reads a space's header and member table with plain reads, without
 /// mapping it (the scheduler daemon must not map members' address ranges).
+/// Only a regular file is read, opened without blocking: a FIFO or device
+/// squatting a registry entry must not hang the scheduler daemon.
 pub fn read_members(path: &Path) -> Result<(HeaderFixed, Vec<Member>)> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path.display(), e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| Error::io(path.display(), e))?
-        .len();
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(path.display(), e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
+    if !meta.is_file() {
+        return Err(Error::io(
+            path.display(),
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
+        ));
+    }
+    let len = meta.len();
     let mut head = [0u8; FIXED_BYTES];
     file.read_exact_at(&mut head, 0)
         .map_err(|e| Error::io(path.display(), e))?;
@@ -108,4 +119,24 @@ pub fn read_members(path: &Path) -> Result<(HeaderFixed, Vec<Member>)> {
         })
         .collect();
     Ok((header, members))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_or_directory_in_place_of_a_space_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: c is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Opening a FIFO for reading blocks without O_NONBLOCK: this
+        // returns only because the open does not wait for a writer.
+        let e = read_members(&fifo).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = read_members(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
 }

@@ -49,7 +49,13 @@ pub struct Topology {
     /// Indexed by CPU id, covering every possible CPU.
     pub cpus: Vec<Cpu>,
     pub llcs: Vec<LlcDomain>,
+    /// Bytes per cache line (the first online CPU's first cache; 64 where
+    /// sysfs does not say): what one cache miss brings in.
+    pub line_bytes: u64,
 }
+
+/// The line size assumed where sysfs gives none (every x86 and most Arm).
+pub const DEFAULT_LINE_BYTES: u64 = 64;
 
 impl Topology {
     /// Reads the running machine's topology.
@@ -105,7 +111,21 @@ impl Topology {
             }
             cpus.push(cpu);
         }
-        Ok(Topology { cpus, llcs })
+        let line_bytes = online
+            .iter()
+            .find_map(|cpu| {
+                read_trimmed(&root.join(format!("cpu{cpu}/cache/index0/coherency_line_size")))
+                    .ok()?
+                    .parse()
+                    .ok()
+            })
+            .filter(|&b| b > 0)
+            .unwrap_or(DEFAULT_LINE_BYTES);
+        Ok(Topology {
+            cpus,
+            llcs,
+            line_bytes,
+        })
     }
 
     pub fn nr_cpus(&self) -> usize {

@@ -66,6 +66,9 @@ fn fake_sysfs(m: &Machine, offline: &[usize]) -> tempfile::TempDir {
             write(&c.join("type"), kind);
             write(&c.join("size"), size);
             write(&c.join("shared_cpu_list"), &shared);
+            if cpu == 1 {
+                write(&c.join("coherency_line_size"), "128");
+            }
         }
     }
     dir
@@ -94,6 +97,8 @@ fn two_sockets_give_two_llc_domains_of_smt_pairs() {
     assert_eq!(topo.cpus[6].llc, Some(1));
     let core = topo.cpus[3].core_cache.as_ref().unwrap();
     assert_eq!((core.level, core.size_bytes), (2, 1 << 20));
+    // Only CPU 1 gives its line size: the first online CPU that does.
+    assert_eq!(topo.line_bytes, 128);
 }
 
 #[test]
@@ -117,6 +122,7 @@ fn without_cache_info_the_package_is_the_domain() {
     assert_eq!(topo.llcs.len(), 2);
     assert_eq!(topo.llcs[1].cpus, vec![2, 3, 6, 7]);
     assert_eq!(topo.llcs[1].size_bytes, None);
+    assert_eq!(topo.line_bytes, DEFAULT_LINE_BYTES);
     let t = topo.decay_thresholds(DEFAULT_FILL_BYTES_PER_SEC);
     assert_eq!((t.core_ns, t.llc_ns), (500_000, 2_000_000));
     assert_eq!((t.core_bytes, t.llc_bytes), (512 << 10, 2 << 20));

@@ -76,8 +76,32 @@ impl SmtShare {
         self.current.insert(cpu, Kind::of(next_pid, next_comm));
     }
 
+    /// The task running on @cpu took a new name: a process that names
+    /// itself after it starts is what it says from then, not from its
+    /// next switch (a lone CPU hog may not switch again for its whole
+    /// life).
+    pub fn renamed(&mut self, cpu: u32, comm: &str) {
+        if let Some(kind) = self.current.get_mut(&cpu) {
+            if *kind != Kind::Idle {
+                *kind = Kind::of(u32::MAX, comm);
+            }
+        }
+    }
+
     pub fn total_ns(&self) -> u64 {
         self.beside_ns.iter().sum()
+    }
+
+    /// Of the PM-writer time beside a task that pairs (a compute task or
+    /// another PM writer), the share beside compute: the pairing decisions
+    /// alone. Time beside idle or other tasks is left out: unclassed work
+    /// (shells, the observer) must run somewhere, and a sibling between
+    /// two processes idles whatever the scheduler does. `None` if a PM
+    /// writer never ran beside one.
+    pub fn paired(&self) -> Option<f64> {
+        let compute = self.beside_ns[Kind::Compute as usize];
+        let both = compute + self.beside_ns[Kind::PmWriter as usize];
+        (both > 0).then(|| compute as f64 / both as f64)
     }
 
     /// Share of PM-writer run time beside each kind, or `None` if no PM
@@ -88,12 +112,13 @@ impl SmtShare {
         (total > 0).then(|| {
             format!(
                 "result observer=trace smt pm_writer_ms={} beside_compute={:.3} \
-                 beside_pm_writer={:.3} beside_idle={:.3} beside_other={:.3}",
+                 beside_pm_writer={:.3} beside_idle={:.3} beside_other={:.3} paired={:.3}",
                 total / 1_000_000,
                 share(Kind::Compute),
                 share(Kind::PmWriter),
                 share(Kind::Idle),
-                share(Kind::Other)
+                share(Kind::Other),
+                self.paired().unwrap_or(0.0)
             )
         })
     }
@@ -135,7 +160,27 @@ mod tests {
         assert_eq!(s.beside_ns, [4_000, 4_000, 6_000, 0]);
         let line = s.line().unwrap();
         assert!(line.contains("beside_compute=0.286"), "{line}");
+        assert!(line.contains("paired=0.500"), "{line}");
         assert_eq!(SmtShare::new(&[]).line(), None);
         assert_eq!(Kind::of(5, "sh"), Kind::Other);
+    }
+
+    #[test]
+    fn a_task_that_renames_itself_counts_by_its_new_name_at_once() {
+        let mut s = SmtShare::new(&[(0, 1)]);
+        s.advance(1_000);
+        s.switched(0, 10, "sky-work");
+        s.switched(1, 11, "sky-work");
+        s.advance(2_000);
+        s.renamed(0, "pm-writer");
+        s.advance(3_000); // 1 us: the PM writer beside a task not yet named.
+        s.renamed(1, "cpu-idiv");
+        s.advance(6_000); // 3 us beside compute.
+        assert_eq!(s.beside_ns, [3_000, 0, 0, 1_000]);
+        // An idle CPU stays idle whatever is renamed while it idles.
+        s.switched(1, 0, "swapper/1");
+        s.renamed(1, "cpu-idiv");
+        s.advance(7_000);
+        assert_eq!(s.beside_ns[Kind::Idle as usize], 1_000);
     }
 }

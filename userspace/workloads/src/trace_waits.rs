@@ -44,6 +44,13 @@ pub enum Event<'a> {
         ts_ns: u64,
         cpu: u32,
     },
+    /// The task running on @cpu renamed itself (exec, `PR_SET_NAME`):
+    /// `task_rename`, which fires only for the current task.
+    Rename {
+        ts_ns: u64,
+        cpu: u32,
+        comm: &'a str,
+    },
     /// A line a script wrote to trace_marker.
     Marker {
         ts_ns: u64,
@@ -67,7 +74,8 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
     if let Some(rest) = line.split_once(" [LOST ").map(|(_, r)| r) {
         return Some(Event::Lost(rest.split_whitespace().next()?.parse().ok()?));
     }
-    const NAMES: [(&str, &str); 7] = [
+    const NAMES: [(&str, &str); 8] = [
+        (": task_rename: ", "task_rename"),
         (": sched_switch: ", "sched_switch"),
         (": sched_wakeup_new: ", "sched_wakeup_new"),
         (": sched_wakeup: ", "sched_wakeup"),
@@ -97,6 +105,14 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
         }
         "ipi_send_cpu" => return None,
         _ => {}
+    }
+    if event == "task_rename" {
+        // Newer kernels print no pid (the task is always the current one).
+        return Some(Event::Rename {
+            ts_ns,
+            cpu,
+            comm: between(fields, "newcomm=", " oom_score_adj=")?,
+        });
     }
     if event == "tracing_mark_write" {
         return Some(Event::Marker {
@@ -275,6 +291,7 @@ impl WaitBook {
             | Event::Tick { ts_ns }
             | Event::ReschedSent { ts_ns, .. }
             | Event::ReschedTaken { ts_ns, .. }
+            | Event::Rename { ts_ns, .. }
             | Event::Marker { ts_ns, .. } => ts_ns,
             Event::Lost(_) => self.last_ts_ns,
         };
@@ -286,6 +303,7 @@ impl WaitBook {
         match event {
             Event::Lost(n) => self.lost_events += n,
             Event::Tick { .. } => {}
+            Event::Rename { cpu, comm, .. } => self.smt.renamed(cpu, comm),
             Event::ReschedSent { ts_ns, cpu } => {
                 self.resched_sent.entry(cpu).or_insert(ts_ns);
             }

@@ -45,6 +45,21 @@ fn lines_parse_whatever_the_comm_holds() {
         })
     );
     assert_eq!(parse_line("CPU:3 [LOST 17 EVENTS]"), Some(Event::Lost(17)));
+    // task_rename with and without the pid older kernels print.
+    for line in [
+        "sky-work-12 [003] ..... 6.5: task_rename: pid=12 oldcomm=sky-work newcomm=pm writer oom_score_adj=0",
+        "sky-work-12 [003] ..... 6.5: task_rename: oldcomm=sky-work newcomm=pm writer oom_score_adj=0",
+    ] {
+        assert_eq!(
+            parse_line(line),
+            Some(Event::Rename {
+                ts_ns: 6_500_000_000,
+                cpu: 3,
+                comm: "pm writer"
+            }),
+            "{line}"
+        );
+    }
     assert_eq!(
         parse_line("<idle>-0 [001] d.h1. 7.25: local_timer_entry: vector=236"),
         Some(Event::Tick {

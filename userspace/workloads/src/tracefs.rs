@@ -26,6 +26,10 @@ const MACHINE_EVENTS: [&str; 3] = [
     "irq_vectors/reschedule_entry",
 ];
 
+/// Traced where the kernel has it: a task renaming itself, so the pairing
+/// observer (smt_share.rs) knows a process by its new name at once.
+const RENAME_EVENT: &str = "task/task_rename";
+
 /// Where tracefs is, mounting it if the system has not.
 fn tracefs() -> Result<PathBuf> {
     let candidates = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -109,6 +113,15 @@ impl Tracer {
                 );
             }
         }
+        if tracer
+            .write(&format!("events/{RENAME_EVENT}/enable"), "1")
+            .is_err()
+        {
+            eprintln!(
+                "sky-work: no {RENAME_EVENT} tracepoint: a task that renames itself is \
+                 seen by its new name from its next switch only"
+            );
+        }
         let pipe = tracer.dir.join("trace_pipe");
         let pipe = File::options()
             .read(true)
@@ -154,7 +167,7 @@ impl Drop for Tracer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = self.write("tracing_on", "0");
-        for event in EVENTS.iter().chain(&MACHINE_EVENTS) {
+        for event in EVENTS.iter().chain(&MACHINE_EVENTS).chain([&RENAME_EVENT]) {
             let _ = self.write(&format!("events/{event}/enable"), "0");
         }
         for (file, value) in std::mem::take(&mut self.found) {

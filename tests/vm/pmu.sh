@@ -1,0 +1,25 @@
+# PMU plumbing end to end where there is no PMU (the VM): `--pmu software`
+# opens software clocks in place of cycles and instructions, and page
+# faults in place of LLC misses (so cache pressure is measured), on every CPU,
+# BPF charges them to the task that ran at each context switch, the daemon
+# turns the sums into per-period deltas and the classifier classes every
+# busy task as compute (a CPI of about 1). So an unhinted compute task
+# (sky-work names it cpu-idiv, and no hint covers that name) gets its
+# class from the counters alone, logged with the features that decided it
+# (`class: task N (cpu-idiv) measured unknown -> compute: cpi=1.00 ...`),
+# and BPF charges its run time as compute (`ran_ns_compute`); a PM writer
+# with a hint stays a PM writer (a hint beats the PMU). Then scx_sky with
+# the default `--pmu auto` must say plainly that the VM has no PMU.
+. ./lib.sh
+start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' || exit 1
+sky-work pm-write --file /tmp/pm --size-mb 8 --seconds 3 >/dev/null &
+pm=$!
+sky-work compute --kind idiv --seconds 3 >/dev/null
+wait "$pm"
+rm -f /tmp/pm
+echo "check state_after_software=$(state)"
+stop_sky
+start_sky --stats-interval 0 --class 'pm-writer=pm-writer' || exit 1
+echo "check state_after_auto=$(state)"
+stop_sky
+report_dmesg
