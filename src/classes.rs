@@ -5,13 +5,14 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::types::sky_comm_rule;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
 use sky_classify::pmu::{self, Counter, OpenCounters, PmuSource};
-use sky_classify::{live, Class, ClassTable, Classifier, CommShape, Deltas, Hints, TaskId};
+use sky_classify::{live, replay, Class, ClassTable, Classifier, CommShape, Deltas, Hints, TaskId};
 use sky_policy::Policy;
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -62,6 +63,35 @@ struct PmuClasses {
     deltas: Deltas,
     /// Which counter slots are counted.
     open: [bool; 5],
+    record: Option<Recorder>,
+}
+
+/// `--record-counters`: every period's deltas as a replay stream
+/// (`scx_sky classify --replay FILE` judges them again, with other
+/// thresholds), to tune `[classify]` on a real machine.
+struct Recorder {
+    path: std::path::PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    period: u64,
+}
+
+impl Recorder {
+    fn create(path: &Path) -> Result<Recorder> {
+        let file = std::fs::File::create(path)
+            .with_context(|| format!("creating the counter record {}", path.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        writeln!(
+            out,
+            "# scx_sky --record-counters: per-task counts per 100 ms period"
+        )
+        .and_then(|_| writeln!(out, "{}", replay::HEADER))
+        .with_context(|| format!("writing {}", path.display()))?;
+        Ok(Recorder {
+            path: path.to_path_buf(),
+            out,
+            period: 0,
+        })
+    }
 }
 
 /// Listing every thread in /proc is not free (a few ms per thousand
@@ -71,11 +101,13 @@ const CENSUS_PERIOD: Duration = Duration::from_secs(1);
 
 impl ClassFeed {
     /// Classes from the hints (`--class`, the policy's `[[class_rule]]`),
-    /// shared spaces' PM writers, and the PMU counters if open (`pmu`).
+    /// shared spaces' PM writers, and the PMU counters if open (`pmu`);
+    /// `record`: where to write every period's counts (`--record-counters`).
     pub fn new(
         command_line: &[String],
         policy: &Policy,
         pmu: Option<&OpenCounters>,
+        record: Option<&Path>,
     ) -> Result<Self> {
         let hints = Hints::new(command_line, &policy.class_rule)?;
         let pmu = match pmu {
@@ -83,8 +115,14 @@ impl ClassFeed {
                 classifier: Classifier::new(policy.classify.clone())?,
                 deltas: Deltas::default(),
                 open: Counter::ALL.map(|c| open.is_open(c)),
+                record: record.map(Recorder::create).transpose()?,
             }),
-            None => None,
+            None => {
+                if let Some(path) = record {
+                    warn!("no PMU counters: nothing to record in {}", path.display());
+                }
+                None
+            }
         };
         let all_in_bpf = hints
             .bpf_comm_rules(intf::sky_consts_SKY_COMM_RULES_MAX as usize)
@@ -143,6 +181,7 @@ impl ClassFeed {
             let alive: HashMap<u32, &str> =
                 tasks.iter().map(|t| (t.tid, t.comm.as_str())).collect();
             pmu.observe(counts, &alive);
+            pmu.end_period();
         }
         let pmu = &self.pmu;
         let space_pm_writers: HashSet<u32> = sky_pvas::hints::read_all()
@@ -224,6 +263,9 @@ impl PmuClasses {
                 continue;
             };
             let counters = self.deltas.take(tid, start_time, sums, self.open);
+            if counters.instructions > 0 {
+                self.record(tid, comm, &counters);
+            }
             if let Some(change) = self.classifier.observe(&tid, &counters) {
                 let features = counters
                     .features(0)
@@ -233,6 +275,33 @@ impl PmuClasses {
                     change.from, change.to
                 );
             }
+        }
+    }
+}
+
+impl PmuClasses {
+    /// Appends a row to the record, if one is kept; a write that fails
+    /// ends the record with a warning, not the scheduler.
+    fn record(&mut self, tid: u32, comm: &str, counters: &sky_classify::Counters) {
+        let Some(rec) = &mut self.record else {
+            return;
+        };
+        let row = replay::row(rec.period, &format!("{comm}/{tid}"), counters);
+        if let Err(e) = writeln!(rec.out, "{row}") {
+            warn!("stopped recording counters in {}: {e}", rec.path.display());
+            self.record = None;
+        }
+    }
+
+    /// A period is over: the record's next rows belong to the next one.
+    fn end_period(&mut self) {
+        let Some(rec) = &mut self.record else {
+            return;
+        };
+        rec.period += 1;
+        if let Err(e) = rec.out.flush() {
+            warn!("stopped recording counters in {}: {e}", rec.path.display());
+            self.record = None;
         }
     }
 }
@@ -327,7 +396,7 @@ mod tests {
     fn name_hints_are_written_for_bpf_in_order() {
         let policy = Policy::load("sky1").unwrap();
         let cli = ["cpu-*=compute", "*pm*=pm-writer", "c?x=compute"].map(String::from);
-        let feed = ClassFeed::new(&cli, &policy, None).unwrap();
+        let feed = ClassFeed::new(&cli, &policy, None, None).unwrap();
         let mut rules = [sky_comm_rule::default(); 4];
         assert_eq!(feed.bpf_comm_rules(&mut rules), 2);
         let name: Vec<u8> = rules[0].pattern[..5].iter().map(|&b| b as u8).collect();
@@ -350,11 +419,11 @@ mod tests {
         );
         assert_eq!(feed.period, DAEMON_PERIOD, "c?x needs the daemon");
         let bpf_only = ["cpu-*=compute".to_string()];
-        let feed = ClassFeed::new(&bpf_only, &policy, None).unwrap();
+        let feed = ClassFeed::new(&bpf_only, &policy, None, None).unwrap();
         assert_eq!(feed.period, CENSUS_PERIOD);
         // Counters must be read every period, hints or not.
         let pmu = OpenCounters::default();
-        let feed = ClassFeed::new(&[], &policy, Some(&pmu)).unwrap();
+        let feed = ClassFeed::new(&[], &policy, Some(&pmu), None).unwrap();
         assert_eq!(feed.period, DAEMON_PERIOD);
     }
 }

@@ -186,6 +186,12 @@ pub struct RunOpts {
     #[arg(long, value_name = "SOURCE", default_value_t = sky_classify::pmu::PmuSource::Auto)]
     pub pmu: sky_classify::pmu::PmuSource,
 
+    /// Write every task's PMU counts per 100 ms period to FILE as a
+    /// counter stream, to judge again with other `[classify]` thresholds:
+    /// `scx_sky classify --replay FILE -p tuned.toml`.
+    #[arg(long, value_name = "FILE")]
+    pub record_counters: Option<std::path::PathBuf>,
+
     /// Size of the debug dump printed if the scheduler is ejected (0: default).
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,

@@ -77,7 +77,12 @@ impl<'a> Scheduler<'a> {
         // PMU counters where the machine has them; classes from hints,
         // shared spaces and counters.
         let pmu = open_pmu(opts.pmu, &topo);
-        let classes = ClassFeed::new(&opts.classes, &policy, pmu.as_ref())?;
+        let classes = ClassFeed::new(
+            &opts.classes,
+            &policy,
+            pmu.as_ref(),
+            opts.record_counters.as_deref(),
+        )?;
 
         // Hand BPF the topology, the policy and the name hints it applies.
         write_topology(&mut skel, &topo)?;

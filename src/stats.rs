@@ -1,5 +1,5 @@
 //! BPF statistics: per-CPU counters summed here, and the derived figures
-//! (last-CPU share, mean wait) shown to users.
+//! (last-CPU share, mean wait, SMT pairing shares) shown to users.
 
 use crate::bpf::{intf, STAT_INFO};
 use anyhow::{bail, Context, Result};
@@ -71,16 +71,35 @@ impl Counters {
         .map(|ns| ns / 1000.0)
     }
 
+    /// Of the time PM writers ran, the share beside a compute sibling
+    /// (`pm_beside_compute_share`), and of their time beside a task that
+    /// pairs (compute or another PM writer) the share beside compute
+    /// (`pm_paired_share`, the pairing decisions alone). `None` before any.
+    pub fn pm_shares(&self) -> (Option<f64>, Option<f64>) {
+        use intf::*;
+        let compute = self.get(sky_stat_idx_SKY_STAT_PM_BESIDE_COMPUTE_NS);
+        let rival = self.get(sky_stat_idx_SKY_STAT_PM_BESIDE_PM_WRITER_NS);
+        let rest = self.get(sky_stat_idx_SKY_STAT_PM_BESIDE_IDLE_NS)
+            + self.get(sky_stat_idx_SKY_STAT_PM_BESIDE_OTHER_NS);
+        (
+            ratio(compute, compute + rival + rest),
+            ratio(compute, compute + rival),
+        )
+    }
+
     /// One line: the derived figures, then every counter as name=value.
     pub fn line(&self) -> String {
         let mut s = String::new();
         let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
         let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        let (beside_compute, paired) = self.pm_shares();
         let _ = write!(
             s,
-            "last_cpu_share={} mean_wait_us={}",
+            "last_cpu_share={} mean_wait_us={} pm_beside_compute_share={} pm_paired_share={}",
             pct(self.last_cpu_share()),
-            num(self.mean_wait_us())
+            num(self.mean_wait_us()),
+            pct(beside_compute),
+            pct(paired)
         );
         for ((name, _), value) in STAT_INFO.iter().zip(self.0.iter()) {
             let _ = write!(s, " {name}={value}");
@@ -146,10 +165,28 @@ mod tests {
         assert_eq!(c.mean_wait_us(), None);
         let line = c.line();
         assert!(
-            line.starts_with("last_cpu_share=90.0% mean_wait_us=-"),
+            line.starts_with(
+                "last_cpu_share=90.0% mean_wait_us=- pm_beside_compute_share=- pm_paired_share=-"
+            ),
             "{line}"
         );
         assert!(line.contains(" last_cpu_hits=18 "), "{line}");
+    }
+
+    #[test]
+    fn pairing_shares_count_pm_writer_time_by_sibling() {
+        use intf::*;
+        let r = row(&[
+            (sky_stat_idx_SKY_STAT_PM_BESIDE_COMPUTE_NS, 6),
+            (sky_stat_idx_SKY_STAT_PM_BESIDE_PM_WRITER_NS, 2),
+            (sky_stat_idx_SKY_STAT_PM_BESIDE_IDLE_NS, 1),
+            (sky_stat_idx_SKY_STAT_PM_BESIDE_OTHER_NS, 1),
+        ]);
+        let c = Counters::sum_rows([r.as_slice()].into_iter()).unwrap();
+        assert_eq!(c.pm_shares(), (Some(0.6), Some(0.75)));
+        assert!(c
+            .line()
+            .contains("pm_beside_compute_share=60.0% pm_paired_share=75.0%"));
     }
 
     #[test]

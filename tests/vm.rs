@@ -239,7 +239,8 @@ fn cpu_hotplug_under_load_is_handled_in_place() {
 
 /// Hints reach BPF: of its 3 s, a classed task runs at least 2 s under its
 /// class; 20 processes of 20 ms each (about 85 ms with start-up under
-/// TCG), named at start and gone before the daemon's next look (100 ms),
+/// TCG), named at start and gone before the daemon's next look (1 s now
+/// that BPF applies every hint itself; 100 ms when these runs were made),
 /// still run at least 0.8 s under theirs, because BPF matches the name
 /// hint itself. Five runs on 2026-11-22 (1x2x2, three busy tasks on four
 /// vCPUs): pm-writer 3.03-3.15 s, the two compute tasks 6.17-6.31 s, the
@@ -373,7 +374,8 @@ fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
 /// instructions (tests/vm/pmu.sh; the VM has no PMU): counts reach the
 /// classifier, which classes an unhinted busy task compute from them
 /// alone, and BPF charges that task's run time as compute; a hinted PM
-/// writer stays a PM writer. Each ran 3 s; six runs on 2026-11-22 gave
+/// writer stays a PM writer; the counts recorded with --record-counters
+/// replay to the same class. Each ran 3 s; six runs on 2026-11-22 gave
 /// compute 2.2-3.4 s (the task after its dwell of 3 periods of 100 ms,
 /// plus busy kernel threads) and the PM writer 3.1-3.2 s. Without counts
 /// reaching BPF compute gets next to nothing (nothing else is hinted
@@ -413,6 +415,10 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
         totals[0]
     );
     assert_eq!(stat(&totals[0], "pmu_read_errors"), 0.0, "{:?}", totals[0]);
+    // The recorded counts replay to the same class.
+    assert_eq!(check(&c, "replay_exit"), "0", "the record did not replay");
+    assert!(check(&c, "recorded_rows").parse::<u32>().unwrap_or(0) >= 20);
+    assert_eq!(check(&c, "replay_idiv"), "compute");
     // `--pmu auto` in a VM without a PMU: one plain line, hints still work.
     assert!(
         out.contains("no usable PMU (cannot count cycles"),

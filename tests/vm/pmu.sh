@@ -8,10 +8,13 @@
 # class from the counters alone, logged with the features that decided it
 # (`class: task N (cpu-idiv) measured unknown -> compute: cpi=1.00 ...`),
 # and BPF charges its run time as compute (`ran_ns_compute`); a PM writer
-# with a hint stays a PM writer (a hint beats the PMU). Then scx_sky with
-# the default `--pmu auto` must say plainly that the VM has no PMU.
+# with a hint stays a PM writer (a hint beats the PMU). The counts are
+# recorded (--record-counters) and replayed through the classifier, which
+# must class the compute task the same way from the record. Then scx_sky
+# with the default `--pmu auto` must say plainly that the VM has no PMU.
 . ./lib.sh
-start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' || exit 1
+start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' \
+	--record-counters /tmp/counters.csv || exit 1
 sky-work pm-write --file /tmp/pm --size-mb 8 --seconds 3 >/dev/null &
 pm=$!
 sky-work compute --kind idiv --seconds 3 >/dev/null
@@ -19,6 +22,11 @@ wait "$pm"
 rm -f /tmp/pm
 echo "check state_after_software=$(state)"
 stop_sky
+scx_sky classify --replay /tmp/counters.csv >/tmp/replay.out 2>&1
+echo "check replay_exit=$?"
+echo "check recorded_rows=$(grep -c '^[0-9]' /tmp/counters.csv)"
+grep '^final  cpu-idiv/' /tmp/replay.out
+echo "check replay_idiv=$(grep '^final  cpu-idiv/' /tmp/replay.out | awk '{print $3}' | head -1)"
 start_sky --stats-interval 0 --class 'pm-writer=pm-writer' || exit 1
 echo "check state_after_auto=$(state)"
 stop_sky

@@ -114,6 +114,39 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Record>> {
     Ok(records)
 }
 
+/// The header `scx_sky --record-counters` writes (counts already scaled).
+pub const HEADER: &str = "period,task,cycles,instructions,llc_misses,stall_cycles,stores";
+
+/// One row under [`HEADER`]: a task's counts over one period, uncounted
+/// events left empty. Commas and line breaks in the name (a task may name
+/// itself anything) become `_`, so the row always parses back.
+pub fn row(period: u64, task: &str, c: &Counters) -> String {
+    let task: String = task
+        .chars()
+        .map(|ch| {
+            if ch == ',' || ch.is_control() {
+                '_'
+            } else {
+                ch
+            }
+        })
+        .collect();
+    let task = if task.trim().is_empty() {
+        "_".to_string()
+    } else {
+        task.trim().to_string()
+    };
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    format!(
+        "{period},{task},{},{},{},{},{}",
+        c.cycles,
+        c.instructions,
+        opt(c.llc_misses),
+        opt(c.stall_cycles),
+        opt(c.stores)
+    )
+}
+
 /// One class change found by a replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {

@@ -240,3 +240,25 @@ fn running_sums_become_per_period_deltas() {
         "cpi=0.25 llc_mpki=0.0 stall=- stores_pki=-"
     );
 }
+
+#[test]
+fn recorded_rows_parse_back_whatever_the_task_calls_itself() {
+    let counters = Counters {
+        cycles: 9,
+        instructions: 4,
+        llc_misses: Some(1),
+        stall_cycles: None,
+        stores: Some(0),
+    };
+    let text = [
+        replay::HEADER.to_string(),
+        replay::row(3, "a,b\nc 42", &counters),
+        replay::row(4, " ", &counters),
+    ]
+    .join("\n");
+    let records = parse(&text, "recorded").unwrap();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].task, "a_b_c 42");
+    assert_eq!((records[0].period, records[0].counters), (3, counters));
+    assert_eq!(records[1].task, "_");
+}
