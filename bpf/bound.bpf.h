@@ -365,6 +365,7 @@ static __always_inline u64 sky_bound_rescan(u64 now, enum sky_stat_idx stat)
 
 static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
+	sky_cfg_pin();
 	if (sky_cpu_here_leaving())
 		sky_bound_leave_to_others();
 	else
@@ -409,7 +410,12 @@ static __always_inline u64 sky_watch_idle_ns(void)
  */
 static int sky_watch_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
-	u64 now = scx_bpf_now(), period = sky_rescue_period_ns(), next = period;
+	u64 now, period, next;
+
+	sky_cfg_pin();
+	now = scx_bpf_now();
+	period = sky_rescue_period_ns();
+	next = period;
 
 	/* Every scan samples the load: its time is the last scan's. */
 	if ((s64)(now - sky_load_sampled_at) >= (s64)period && !sky_cpu_here_leaving())

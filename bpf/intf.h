@@ -38,6 +38,11 @@ enum sky_consts {
 	SKY_COMM_RULES_MAX	= 16,
 	/* A task name's bytes, its NUL included (TASK_COMM_LEN). */
 	SKY_COMM_LEN		= 16,
+	/*
+	 * Policy slots: the daemon writes a free one and publishes it; a slot
+	 * is written again only this many switches later (sky.bpf.h).
+	 */
+	SKY_CFG_SLOTS		= 64,
 };
 
 /*
@@ -151,7 +156,8 @@ enum sky_stat_idx {
 
 /*
  * The policy: every knob BPF reads on each decision. The daemon writes it
- * once before attaching and again whenever the policy changes; no reload.
+ * into a free slot before attaching and on every switch, then publishes
+ * the slot (sky.bpf.h); no reload.
  */
 struct sky_config {
 	/* 1: SKY-1 last-CPU affinity; 0: plain weighted vtime (baseline). */

@@ -20,7 +20,9 @@
 
 char _license[] SEC("license") = "GPL";
 
-struct sky_config sky_cfg;
+struct sky_config sky_cfgs[SKY_CFG_SLOTS];
+volatile u32 sky_cfg_live;
+u32 sky_cfg_pinned[SKY_MAX_CPUS];
 
 UEI_DEFINE(uei);
 
@@ -30,6 +32,7 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	bool direct = false;
 	s32 cpu;
 
+	sky_cfg_pin();
 	if ((cpu = sky_smt_place(p, prev_cpu)) >= 0)
 		direct = true;
 	else if (sky_cfg.affinity && sky_task_is_free(p))
@@ -54,6 +57,7 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 now = scx_bpf_now();
 
+	sky_cfg_pin();
 	/*
 	 * The wait runs from the first enqueue to the next run: a task taken
 	 * off its queue and put back without running (its affinity, nice or
@@ -95,6 +99,7 @@ void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 now = scx_bpf_now();
 
+	sky_cfg_pin();
 	sky_bound_catch_up(now);
 	if (sky1_dispatch(cpu, prev))
 		return;
@@ -112,6 +117,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now = scx_bpf_now(), waited;
 
+	sky_cfg_pin();
 	sky_vtime_started(p, tctx, cpu, now);
 	sky_smt_started(cpu, p, now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
@@ -144,8 +150,13 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 {
 	struct sky_task *tctx = sky_task_of(p);
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 now = scx_bpf_now(), ran = sky_vtime_charge(p, tctx, now);
-	u32 class = sky_class_of(p);
+	u64 now, ran;
+	u32 class;
+
+	sky_cfg_pin();
+	now = scx_bpf_now();
+	ran = sky_vtime_charge(p, tctx, now);
+	class = sky_class_of(p);
 
 	sky_pressure_add(tctx, cpu, ran);
 	sky_class_ran(class, ran);
@@ -154,6 +165,7 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 
 void BPF_STRUCT_OPS(sky_tick, struct task_struct *p)
 {
+	sky_cfg_pin();
 	sky_smt_restate(scx_bpf_task_cpu(p), p);
 }
 
@@ -193,6 +205,7 @@ void BPF_STRUCT_OPS(sky_update_idle, s32 cpu, bool idle)
 	struct task_struct *p;
 	u32 i;
 
+	sky_cfg_pin();
 	if (!idle) {
 		sky_smt_left_idle(cpu, now);
 		return;
@@ -228,6 +241,7 @@ void BPF_STRUCT_OPS(sky_cpu_online, s32 cpu)
 
 void BPF_STRUCT_OPS(sky_cpu_offline, s32 cpu)
 {
+	sky_cfg_pin();
 	sky_stat_inc(SKY_STAT_HOTPLUG_EVENTS);
 	sky_offline_cpus[sky_cpu_idx(cpu)] = 1;
 	sky_bound_arm(scx_bpf_now(), 0);
@@ -249,6 +263,7 @@ void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 {
 	struct sky_task *tctx = sky_task_of(p);
 
+	sky_cfg_pin();
 	/* Back from another class: a wait begun before it left is over. */
 	if (tctx)
 		tctx->queued_at_ns = 0;
@@ -257,6 +272,7 @@ void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 
 void BPF_STRUCT_OPS(sky_dump_op, struct scx_dump_ctx *dctx)
 {
+	sky_cfg_pin();
 	sky_dump();
 }
 

@@ -57,10 +57,36 @@ struct {
 } sky_tasks SEC(".maps");
 
 /*
- * The policy in force. It lives in .bss so the daemon can rewrite it while
- * the scheduler runs; every decision reads it afresh.
+ * The policy in force, switched at runtime without a reload. The daemon
+ * writes a whole policy into a free slot of sky_cfgs (.bss) and then
+ * publishes its index in sky_cfg_live, so a published slot is always
+ * complete. Each callback pins the slot it reads at entry
+ * (sky_cfg_pin(): per CPU, since callbacks of one CPU do not overlap),
+ * so one decision never mixes two policies. Where they do overlap (a
+ * callback calling another, as cpu_release's re-enqueue does, or a timer
+ * firing on a CPU inside a callback), the inner one pins the newest
+ * policy and the outer one goes on with it: both are complete policies. A slot is written again only
+ * SKY_CFG_SLOTS switches later, and the daemon makes at most one switch
+ * per 250 us: a callback would have to run for 16 ms to see its slot
+ * change under it.
  */
-extern struct sky_config sky_cfg;
+extern struct sky_config sky_cfgs[SKY_CFG_SLOTS];
+extern volatile u32 sky_cfg_live;
+extern u32 sky_cfg_pinned[SKY_MAX_CPUS];
+
+static __always_inline u32 sky_this_cpu_slot(void)
+{
+	return bpf_get_smp_processor_id() & (SKY_MAX_CPUS - 1);
+}
+
+/* Pins the published policy for the callback this CPU is running. */
+static __always_inline void sky_cfg_pin(void)
+{
+	sky_cfg_pinned[sky_this_cpu_slot()] = sky_cfg_live & (SKY_CFG_SLOTS - 1);
+}
+
+/* The policy this CPU's callback pinned. */
+#define sky_cfg (sky_cfgs[sky_cfg_pinned[sky_this_cpu_slot()] & (SKY_CFG_SLOTS - 1)])
 
 static __always_inline struct sky_task *sky_task_of(const struct task_struct *p)
 {

@@ -17,12 +17,19 @@ pub struct Cli {
     pub command: Option<Command>,
     #[command(flatten)]
     pub run: RunOpts,
+    /// Directory of the running scheduler's control socket (root-only).
+    #[arg(long, global = true, value_name = "DIR", default_value = sky_control::SOCKET_DIR)]
+    pub control_dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the policy presets compiled in from scheds/.
     Policies,
+    /// Switch the running scheduler's policy, or show it, without a
+    /// reload (through its control socket; root only).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Shared spaces: create, run a member, list, destroy.
     #[command(subcommand)]
     Pvas(PvasCommand),
@@ -101,6 +108,21 @@ pub enum PvasCommand {
         #[arg(long)]
         kill: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Switch to a preset or a policy file. The policy is validated whole
+    /// before anything changes; a bad one is refused, naming the field,
+    /// and the running policy stays.
+    Set {
+        /// Preset name or policy TOML file.
+        policy: String,
+    },
+    /// The running policy, its generation and every knob.
+    Get,
+    /// The presets the running scheduler knows.
+    List,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,9 @@
 mod bpf;
 mod classes;
 mod cli;
+mod control;
+mod live_policy;
+mod policy_cli;
 mod pvas_cli;
 mod scheduler;
 mod stats;
@@ -48,7 +51,8 @@ fn main() {
 
 fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
-        None => run_scheduler(&cli.run),
+        None => run_scheduler(&cli.run, &cli.control_dir),
+        Some(Command::Policy(cmd)) => policy_cli::run(cmd, &cli.control_dir),
         Some(Command::Policies) => {
             for name in sky_policy::preset_names() {
                 let p = sky_policy::Policy::load(name)?;
@@ -68,12 +72,17 @@ fn dispatch(cli: Cli) -> Result<()> {
 
 /// Loads the scheduler and keeps it running, reloading when the kernel
 /// asks for a restart (e.g. a CPU came online in an unknown cache domain).
-fn run_scheduler(opts: &cli::RunOpts) -> Result<()> {
+/// The control socket outlives reloads; SIGHUP re-reads the policy.
+fn run_scheduler(opts: &cli::RunOpts, control_dir: &std::path::Path) -> Result<()> {
     let shutdown = scheduler::shutdown_flag()?;
+    let reread = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, reread.clone())
+        .context("installing the SIGHUP handler")?;
+    let control = control::start(control_dir, shutdown.clone());
     let mut open_object = MaybeUninit::uninit();
     loop {
         let mut sched = Scheduler::init(opts, &mut open_object)?;
-        let exit = sched.run(&shutdown)?;
+        let exit = sched.run(&shutdown, control.as_ref(), &reread, &opts.policy)?;
         if shutdown.load(Ordering::Relaxed) || !exit.should_restart() {
             return Ok(());
         }

@@ -4,15 +4,19 @@ use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
 use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
+use crate::control::Ask;
+use crate::live_policy::LivePolicy;
 use crate::stats::Counters;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
+use sky_control::Request;
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
 use sky_topology::Topology;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +26,9 @@ pub struct Scheduler<'a> {
     stats_interval: Duration,
     run_for: Duration,
     classes: ClassFeed,
+    live: LivePolicy,
+    switch_logged_at: Instant,
+    switches_unlogged: u64,
     /// The PMU counters BPF reads and the program that charges them to
     /// tasks; held for the run.
     _pmu: Option<(sky_classify::pmu::OpenCounters, Option<libbpf_rs::Link>)>,
@@ -72,14 +79,15 @@ impl<'a> Scheduler<'a> {
             decay_core_us: opts.decay_core_us,
             decay_llc_us: opts.decay_llc_us,
         };
-        let knobs = policy.resolve(&over, &derived)?;
-        log_start(&policy, &topo, &knobs);
+        let live = LivePolicy::new(policy, over, derived)?;
+        let (policy, knobs) = (&live.policy, &live.knobs);
+        log_start(policy, &topo, knobs);
         // PMU counters where the machine has them; classes from hints,
         // shared spaces and counters.
         let pmu = open_pmu(opts.pmu, &topo);
         let classes = ClassFeed::new(
             &opts.classes,
-            &policy,
+            policy,
             pmu.as_ref(),
             opts.record_counters.as_deref(),
         )?;
@@ -107,15 +115,15 @@ impl<'a> Scheduler<'a> {
             // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
         }
-        write_config(
-            &mut skel
-                .maps
+        let mut live = live;
+        let (policy, knobs) = (live.policy.clone(), live.knobs);
+        live.publish(
+            skel.maps
                 .bss_data
                 .as_mut()
-                .context("BPF object has no bss")?
-                .sky_cfg,
-            &knobs,
-            1,
+                .context("BPF object has no bss")?,
+            policy,
+            knobs,
         );
 
         if pmu.is_some() {
@@ -138,13 +146,25 @@ impl<'a> Scheduler<'a> {
             stats_interval,
             run_for,
             classes,
+            live,
+            switch_logged_at: Instant::now() - Duration::from_secs(1),
+            switches_unlogged: 0,
             _pmu: pmu,
         })
     }
 
     /// Runs until asked to stop, the time limit passes, or the kernel ejects
-    /// the scheduler; then detaches and reports why it ended.
-    pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
+    /// the scheduler; then detaches and reports why it ended. Control
+    /// requests (`control`) are answered as they come; `reread` (SIGHUP)
+    /// applies the policy scx_sky was started with again, re-reading its
+    /// file.
+    pub fn run(
+        &mut self,
+        shutdown: &AtomicBool,
+        control: Option<&Receiver<Ask>>,
+        reread: &AtomicBool,
+        started_with: &str,
+    ) -> Result<UserExitInfo> {
         let started = Instant::now();
         let mut last_print = started;
         let mut last = self.counters()?;
@@ -152,25 +172,87 @@ impl<'a> Scheduler<'a> {
             if !self.run_for.is_zero() && started.elapsed() >= self.run_for {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(100));
+            match control.map(|rx| rx.recv_timeout(Duration::from_millis(100))) {
+                Some(Ok((req, reply))) => {
+                    let _ = reply.send(self.answer(req));
+                }
+                Some(Err(RecvTimeoutError::Timeout)) => {}
+                // No control socket, or its thread is gone.
+                _ => std::thread::sleep(Duration::from_millis(100)),
+            }
+            if reread.swap(false, Ordering::Relaxed) {
+                match self.switch(started_with) {
+                    Ok(s) => info!("SIGHUP: {s}"),
+                    Err(e) => warn!("SIGHUP: {e}; the running policy stays"),
+                }
+            }
             self.classes.refresh(
                 &self.skel.maps.sky_pid_class,
                 &self.skel.maps.sky_pid_counts,
             );
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
                 let now = self.counters()?;
-                info!("stats: {}{}", now.since(&last).line(), self.class_census());
+                info!(
+                    "stats: {} {}{}",
+                    self.live.summary(),
+                    now.since(&last).line(),
+                    self.class_census()
+                );
                 last = now;
                 last_print = Instant::now();
             }
         }
         // Totals over the whole run, read before detaching frees the maps.
         match self.counters() {
-            Ok(total) => info!("stats total: {}{}", total.line(), self.class_census()),
+            Ok(total) => info!(
+                "stats total: {} {}{}",
+                self.live.summary(),
+                total.line(),
+                self.class_census()
+            ),
             Err(e) => warn!("could not read final stats: {e:#}"),
         }
         self.struct_ops.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// A control request's answer.
+    fn answer(&mut self, req: Request) -> Result<String, String> {
+        match req {
+            Request::Set(name) => self.switch(&name).map_err(|e| format!("{e:#}")),
+            Request::Get => Ok(self.live.describe()),
+            Request::List => Ok(sky_policy::preset_names()
+                .iter()
+                .filter_map(|n| Policy::load(n).ok())
+                .map(|p| format!("{:<12} {}", p.name, p.description))
+                .collect::<Vec<_>>()
+                .join("\n")),
+        }
+    }
+
+    /// Switches to a preset or policy file, validated whole first.
+    fn switch(&mut self, name_or_path: &str) -> Result<String> {
+        let (policy, knobs) = self.live.prepare(name_or_path)?;
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_mut()
+            .context("BPF object has no bss")?;
+        self.live.publish(bss, policy, knobs);
+        // One line a second at most: a storm of switches must not turn
+        // into a storm of log lines.
+        self.switches_unlogged += 1;
+        if self.switch_logged_at.elapsed() >= Duration::from_secs(1) {
+            info!(
+                "policy switched: {} ({} switch(es) since the last line)",
+                self.live.summary(),
+                self.switches_unlogged
+            );
+            self.switches_unlogged = 0;
+            self.switch_logged_at = Instant::now();
+        }
+        Ok(self.live.summary())
     }
 
     /// ` classes: compute=N ...`: the tasks of each known class.
@@ -276,29 +358,6 @@ fn attach_pmu(
         .context("attaching the PMU charging program to sched_switch")
 }
 
-fn write_config(cfg: &mut crate::bpf::skel::types::sky_config, k: &Knobs, generation: u64) {
-    cfg.affinity = u32::from(k.affinity);
-    cfg.decay = match k.decay {
-        DecayRule::Sleep => intf::sky_decay_rule_SKY_DECAY_SLEEP,
-        DecayRule::Pressure => intf::sky_decay_rule_SKY_DECAY_PRESSURE,
-    };
-    cfg.walk_depth = k.walk_depth;
-    cfg.wake_sync = u32::from(k.wake_sync);
-    cfg.smt_pairing = u32::from(k.smt_pairing);
-    cfg.decay_core_ns = k.decay_core_ns;
-    cfg.decay_llc_ns = k.decay_llc_ns;
-    cfg.decay_core_bytes = k.decay_core_bytes;
-    cfg.decay_llc_bytes = k.decay_llc_bytes;
-    cfg.fill_bytes_per_ms = k.fill_bytes_per_ms;
-    cfg.slice_ns = k.slice_ns;
-    cfg.slice_min_ns = k.slice_min_ns;
-    cfg.affinity_grace_ns = k.affinity_grace_ns;
-    cfg.patience_ns = k.patience_ns;
-    cfg.sleeper_credit_ns = k.sleeper_credit_ns;
-    cfg.starve_ns = k.starve_ns;
-    cfg.generation = generation;
-}
-
 /// A kernel without sched_ext has no /sys/kernel/sched_ext: say so in
 /// words a newcomer can act on, before libbpf fails with something cryptic.
 fn check_kernel_supports_sched_ext() -> Result<()> {
@@ -361,12 +420,14 @@ fn check_topology_fits(topo: &Topology) -> Result<()> {
     Ok(())
 }
 
-/// Sets a flag on SIGINT/SIGTERM so the run loop unloads cleanly.
+/// Sets a flag on SIGINT/SIGTERM so the run loop unloads cleanly. (Not
+/// SIGHUP: that re-reads the policy.)
 pub fn shutdown_flag() -> Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
-    let handler_flag = flag.clone();
-    ctrlc::set_handler(move || handler_flag.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())
+            .context("installing the SIGINT/SIGTERM handlers")?;
+    }
     Ok(flag)
 }
 

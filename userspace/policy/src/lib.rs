@@ -5,7 +5,7 @@
 //! make: that no task waits much past `starve_ms`.
 
 use anyhow::{bail, Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sky_classify::{Hints, RuleSpec, Thresholds};
 use sky_topology::DecayThresholds;
 use std::path::Path;
@@ -21,7 +21,7 @@ pub const PRESETS: [(&str, &str); 3] = [
 ];
 
 /// How a task's cache footprint is judged cold (`enum sky_decay_rule`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum DecayRule {
     /// SKY-1 as published: by how long the task slept.
@@ -96,7 +96,7 @@ pub struct Overrides {
 }
 
 /// Every knob resolved to the units BPF uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Knobs {
     pub affinity: bool,
     pub decay: DecayRule,
@@ -297,6 +297,13 @@ impl Policy {
             decay_llc_bytes,
             fill_bytes_per_ms: (derived.fill_bytes_per_sec / 1000).max(1),
         })
+    }
+}
+
+impl Knobs {
+    /// Every knob as `name = value` lines (TOML), for `scx_sky policy get`.
+    pub fn describe(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| format!("# cannot show the knobs: {e}\n"))
     }
 }
 

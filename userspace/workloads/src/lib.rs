@@ -5,6 +5,7 @@
 pub mod bpf_cost;
 pub mod cache_loop;
 pub mod child;
+pub mod control;
 pub mod hostile;
 pub mod pingpong;
 pub mod procstat;

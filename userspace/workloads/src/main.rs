@@ -138,6 +138,26 @@ enum Command {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+    /// Switch the running scx_sky's policy as fast as its control socket
+    /// answers, cycling through POLICIES, for SECONDS; prints the switches
+    /// made, their rate and latency, and the refusals. Needs root.
+    PolicyStorm {
+        /// Comma-separated presets or policy files to cycle through.
+        #[arg(long, default_value = "sky1,vtime,sky1-strict")]
+        policies: String,
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f64,
+        /// The scheduler's control socket directory.
+        #[arg(long, default_value = sky_control::SOCKET_DIR)]
+        control_dir: std::path::PathBuf,
+    },
+    /// Misbehave on scx_sky's control socket: garbage, a request over the
+    /// size limit, a silent client, a half-closed one, an unknown verb;
+    /// prints what each got back (`refused` when it was an error answer).
+    ControlAbuse {
+        #[arg(long, default_value = sky_control::SOCKET_DIR)]
+        control_dir: std::path::PathBuf,
+    },
     /// Start N threads at once, each spinning briefly, and wait for all.
     Burst {
         #[arg(long, default_value_t = 10_000)]
@@ -247,6 +267,17 @@ fn run(cli: Cli) -> Result<()> {
                 "result workload=compute kind={name} rounds={rounds} rounds_per_s={:.1}",
                 rounds as f64 / seconds.max(1e-9)
             );
+        }
+        Command::PolicyStorm {
+            policies,
+            seconds,
+            control_dir,
+        } => println!(
+            "{}",
+            sky_workloads::control::storm(&policies, secs(seconds)?, &control_dir)?
+        ),
+        Command::ControlAbuse { control_dir } => {
+            println!("{}", sky_workloads::control::abuse(&control_dir))
         }
         Command::Burst { count, spin_us } => {
             let t = Instant::now();

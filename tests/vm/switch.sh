@@ -1,0 +1,78 @@
+# Runtime policy switching, under load, in one scheduler run: every preset
+# in turn through `scx_sky policy set` (generation moves, `policy get`
+# names it), a malformed policy file refused with the field named while
+# the running policy stays, a non-root user refused, malformed requests
+# on the socket refused, SIGHUP re-reading the start policy, then a storm
+# of switches as fast as the socket answers for ${1:-30} s
+# (`sky-work policy-storm`). The kernel log must show the scheduler enabled
+# once and never disabled before the end; every load process must finish.
+. ./lib.sh
+secs=${1:-30}
+n=$(nproc)
+
+start_sky --stats-interval 5 || exit 1
+# The load, through the whole scenario: a compute task per CPU, SKY-1's
+# bursts-and-sleeps processes and a wakeup storm; each prints a result
+# line when done.
+long=$((secs + 25))
+load=
+i=0
+while [ "$i" -lt "$n" ]; do
+	sky-work compute --kind idiv --seconds "$long" >>/tmp/load.out &
+	load="$load $!"
+	i=$((i + 1))
+done
+sky-work cache-loop --procs "$n" --seconds "$long" >>/tmp/load.out &
+load="$load $!"
+sky-work pingpong --pairs 2 --seconds "$long" >>/tmp/load.out &
+load="$load $!"
+
+gen() {
+	scx_sky policy get | sed -n 's/.*generation=\([0-9]*\).*/\1/p' | head -1
+}
+first=$(gen)
+for p in sky1-strict vtime sky1; do
+	scx_sky policy set "$p"
+	echo "check now_$p=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+done
+echo "check generations_moved=$(($(gen) - first))"
+
+# A malformed policy: refused, naming the field; the running one stays.
+printf 'name = "bad"\ndescription = "x"\naffinity = true\nwalk_depth = 99\nslice_us = 5000\naffinity_grace_us = 1000\nsleeper_credit_us = 5000\nstarve_ms = 50\n' >/tmp/bad.toml
+scx_sky policy set /tmp/bad.toml >/tmp/bad.out 2>&1
+echo "check bad_exit=$?"
+grep -q 'walk_depth = 99' /tmp/bad.out && echo "check bad_names_field=1"
+cat /tmp/bad.out
+echo "check after_bad=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+
+# A user other than root may not switch.
+mkdir -p /etc
+grep -q '^nobody:' /etc/passwd 2>/dev/null || echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>/etc/passwd
+grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >>/etc/group
+su nobody -s /bin/sh -c 'scx_sky policy set vtime' >/tmp/nobody.out 2>&1
+echo "check nobody_exit=$?"
+grep -q 'only root may control' /tmp/nobody.out && echo "check nobody_told=1"
+cat /tmp/nobody.out
+
+# Garbage, oversized and silent clients on the socket itself.
+sky-work control-abuse
+echo "check after_abuse=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+
+# SIGHUP: the start policy (sky1) again, as a new generation.
+scx_sky policy set vtime >/dev/null
+before=$(gen)
+kill -HUP "$SKY_PID"
+sleep 1
+echo "check sighup_policy=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+echo "check sighup_moved=$(($(gen) - before))"
+
+sky-work policy-storm --seconds "$secs"
+echo "check state_after_storm=$(state)"
+# shellcheck disable=SC2086
+wait $load
+echo "check load_results=$(grep -c '^result' /tmp/load.out)"
+echo "check load_expected=$((n + 2))"
+stop_sky
+echo "check enabled_lines=$(dmesg | grep -c 'sched_ext: BPF scheduler .* enabled')"
+echo "check disable_reasons=$(disable_reasons)"
+report_dmesg

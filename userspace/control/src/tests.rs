@@ -1,0 +1,130 @@
+use super::*;
+use std::sync::Arc;
+
+#[test]
+fn requests_parse_and_bad_ones_say_why() {
+    assert_eq!(
+        Request::parse("set sky1\n"),
+        Ok(Request::Set("sky1".into()))
+    );
+    assert_eq!(
+        Request::parse("set /etc/my policy.toml"),
+        Ok(Request::Set("/etc/my policy.toml".into()))
+    );
+    assert_eq!(Request::parse("get"), Ok(Request::Get));
+    assert_eq!(Request::parse("list\r\n"), Ok(Request::List));
+    assert!(Request::parse("set").unwrap_err().contains("set NAME|FILE"));
+    assert!(Request::parse("get x").unwrap_err().contains("no argument"));
+    let e = Request::parse(&"x".repeat(500)).unwrap_err();
+    assert!(e.contains("unknown request") && e.len() < 120, "{e}");
+    for r in [Request::Set("vtime".into()), Request::Get, Request::List] {
+        assert_eq!(Request::parse(&r.line()), Ok(r));
+    }
+}
+
+/// A server on a temporary directory answering with `handle`, stopped and
+/// joined when the returned guard drops.
+struct Running {
+    dir: tempfile::TempDir,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+fn serve() -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let sock_dir = dir.path().join("ctl");
+    let server = Server::bind(&sock_dir).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let mut generation = 0;
+        server.serve(&stop2, |req| match req {
+            Request::Set(name) if name == "bad" => Err("policy bad: no such preset".into()),
+            Request::Set(name) => {
+                generation += 1;
+                Ok(format!("policy={name} generation={generation}"))
+            }
+            Request::Get => Ok(format!("policy=x generation={generation}")),
+            Request::List => Ok(String::new()),
+        })
+    });
+    Running {
+        dir,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+#[test]
+fn a_client_switches_and_errors_come_back_named() {
+    let s = serve();
+    let dir = s.dir.path().join("ctl");
+    let mode = std::fs::metadata(socket_path(&dir)).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    assert_eq!(
+        request(&dir, &Request::Set("vtime".into())).unwrap(),
+        "policy=vtime generation=1"
+    );
+    assert_eq!(
+        request(&dir, &Request::Get).unwrap(),
+        "policy=x generation=1"
+    );
+    assert_eq!(request(&dir, &Request::List).unwrap(), "");
+    let e = request(&dir, &Request::Set("bad".into()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("refused: policy bad: no such preset"), "{e}");
+}
+
+fn raw(dir: &Path, bytes: &[u8], half_close: bool) -> String {
+    let mut s = UnixStream::connect(socket_path(dir)).unwrap();
+    s.write_all(bytes).unwrap();
+    if half_close {
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn garbage_oversized_silent_and_half_closed_clients_are_refused() {
+    let s = serve();
+    let dir = s.dir.path().join("ctl");
+    assert!(raw(&dir, b"\xff\xfe\n", false).contains("not UTF-8"));
+    assert!(raw(&dir, &vec![b'a'; MAX_REQUEST + 10], false).contains("longer than 4096"));
+    assert!(raw(&dir, b"set vtime", true).starts_with("ok policy=vtime"));
+    assert!(raw(&dir, b"", true).contains("unknown request"));
+    // A client that sends nothing and waits is cut off after IO_TIMEOUT.
+    let started = std::time::Instant::now();
+    assert!(raw(&dir, b"get", false).contains("no complete request"));
+    assert!(started.elapsed() < IO_TIMEOUT * 3);
+    // And the server still answers the next one.
+    assert!(request(&dir, &Request::Get).is_ok());
+}
+
+#[test]
+fn no_server_and_a_squatted_directory_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = request(dir.path(), &Request::Get).unwrap_err().to_string();
+    assert!(e.contains("no scx_sky is running"), "{e}");
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = Server::bind(&open).err().unwrap().to_string();
+    assert!(e.contains("no access for others"), "{e}");
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+    let e = Server::bind(&link).err().unwrap().to_string();
+    assert!(e.contains("something else"), "{e}");
+}
