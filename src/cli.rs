@@ -30,6 +30,23 @@ pub enum Command {
     /// reload (through its control socket; root only).
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Read the running scheduler's statistics from its scx_stats socket:
+    /// the totals since it attached, or with --watch what grew every
+    /// SECS.
+    Stats {
+        /// Print the sample as JSON.
+        #[arg(long, conflicts_with_all = ["openmetrics", "meta"])]
+        json: bool,
+        /// Print the totals as OpenMetrics text (for scraping).
+        #[arg(long, conflicts_with_all = ["watch", "meta"])]
+        openmetrics: bool,
+        /// Print every statistic with its description (stats_meta).
+        #[arg(long, conflicts_with = "watch")]
+        meta: bool,
+        /// Print what grew every SECS seconds until interrupted.
+        #[arg(long, value_name = "SECS")]
+        watch: Option<f64>,
+    },
     /// Shared spaces: create, run a member, list, destroy.
     #[command(subcommand)]
     Pvas(PvasCommand),
@@ -180,6 +197,17 @@ pub struct RunOpts {
     /// the PMU) and SMT.
     #[arg(long, value_name = "BOOL")]
     pub smt_pairing: Option<bool>,
+
+    /// The scx_stats socket the scheduler serves statistics on, and
+    /// `stats`/`--monitor` read (default: the scx one,
+    /// /var/run/scx/root/stats).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub stats_socket: Option<std::path::PathBuf>,
+
+    /// Do not load a scheduler: print the running one's statistics every
+    /// SECS seconds, as the other scx schedulers' --monitor does.
+    #[arg(long, value_name = "SECS")]
+    pub monitor: Option<f64>,
 
     /// Print a statistics line every this many seconds; 0 prints none.
     #[arg(short = 'i', long, value_name = "SECS", default_value_t = 2.0)]

@@ -10,6 +10,7 @@ mod policy_cli;
 mod pvas_cli;
 mod scheduler;
 mod stats;
+mod stats_cli;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches};
@@ -51,7 +52,29 @@ fn main() {
 
 fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
-        None => run_scheduler(&cli.run, &cli.control_dir),
+        None => match cli.run.monitor {
+            Some(secs) => stats_cli::run(
+                cli.run.stats_socket.as_deref(),
+                stats_cli::Format::Line,
+                Some(cli::seconds("monitor", secs)?),
+            ),
+            None => run_scheduler(&cli.run, &cli.control_dir),
+        },
+        Some(Command::Stats {
+            json,
+            openmetrics,
+            meta,
+            watch,
+        }) => {
+            let format = match (json, openmetrics, meta) {
+                (true, _, _) => stats_cli::Format::Json,
+                (_, true, _) => stats_cli::Format::OpenMetrics,
+                (_, _, true) => stats_cli::Format::Meta,
+                _ => stats_cli::Format::Line,
+            };
+            let watch = watch.map(|s| cli::seconds("watch", s)).transpose()?;
+            stats_cli::run(cli.run.stats_socket.as_deref(), format, watch)
+        }
         Some(Command::Policy(cmd)) => policy_cli::run(cmd, &cli.control_dir),
         Some(Command::Policies) => {
             for name in sky_policy::preset_names() {

@@ -13,6 +13,9 @@ use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use sky_control::Request;
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
+use sky_stats::scx_stats::serde_json::Value;
+use sky_stats::scx_stats::StatsServer;
+use sky_stats::SampleRequest;
 use sky_topology::Topology;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +32,9 @@ pub struct Scheduler<'a> {
     live: LivePolicy,
     switch_logged_at: Instant,
     switches_unlogged: u64,
+    /// The scx_stats server (`scx_sky stats`, scx tools); None if it
+    /// could not listen.
+    stats_server: Option<StatsServer<SampleRequest, Value>>,
     /// The PMU counters BPF reads and the program that charges them to
     /// tasks; held for the run.
     _pmu: Option<(sky_classify::pmu::OpenCounters, Option<libbpf_rs::Link>)>,
@@ -149,6 +155,9 @@ impl<'a> Scheduler<'a> {
             live,
             switch_logged_at: Instant::now() - Duration::from_secs(1),
             switches_unlogged: 0,
+            stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
+                .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
+                .ok(),
             _pmu: pmu,
         })
     }
@@ -180,6 +189,7 @@ impl<'a> Scheduler<'a> {
                 // No control socket, or its thread is gone.
                 _ => std::thread::sleep(Duration::from_millis(100)),
             }
+            self.answer_stats_readers()?;
             if reread.swap(false, Ordering::Relaxed) {
                 match self.switch(started_with) {
                     Ok(s) => info!("SIGHUP: {s}"),
@@ -214,6 +224,21 @@ impl<'a> Scheduler<'a> {
         }
         self.struct_ops.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// A sample for each reader of the stats socket that asked.
+    fn answer_stats_readers(&self) -> Result<()> {
+        let Some(server) = &self.stats_server else {
+            return Ok(());
+        };
+        let (res, req) = server.channels();
+        while req.try_recv().is_ok() {
+            let sample = self
+                .counters()?
+                .sample(&self.live.policy.name, self.live.generation);
+            let _ = res.send(sample);
+        }
+        Ok(())
     }
 
     /// A control request's answer.

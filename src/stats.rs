@@ -4,6 +4,7 @@
 use crate::bpf::{intf, STAT_INFO};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
+use sky_stats::scx_stats::serde_json::Value;
 use std::fmt::Write;
 
 const NR_STATS: usize = intf::sky_stat_idx_SKY_NR_STATS as usize;
@@ -39,6 +40,27 @@ impl Counters {
             }
         }
         Ok(Counters(total))
+    }
+
+    /// The counters of a statistics sample (`sky_stats`), by name; a
+    /// counter missing from it reads 0.
+    pub fn from_sample(sample: &sky_stats::scx_stats::serde_json::Map<String, Value>) -> Self {
+        let mut total = [0u64; NR_STATS];
+        for ((name, _), v) in STAT_INFO.iter().zip(total.iter_mut()) {
+            *v = sample.get(*name).and_then(Value::as_u64).unwrap_or(0);
+        }
+        Counters(total)
+    }
+
+    /// A statistics sample: the policy, its generation and every counter.
+    pub fn sample(&self, policy: &str, generation: u64) -> Value {
+        let mut map = sky_stats::scx_stats::serde_json::Map::new();
+        map.insert("policy".into(), Value::from(policy));
+        map.insert("generation".into(), Value::from(generation));
+        for ((name, _), v) in STAT_INFO.iter().zip(self.0.iter()) {
+            map.insert(name.to_string(), Value::from(*v));
+        }
+        Value::Object(map)
     }
 
     pub fn get(&self, idx: u32) -> u64 {
@@ -110,6 +132,12 @@ impl Counters {
 
 fn ratio(num: u64, den: u64) -> Option<f64> {
     (den > 0).then(|| num as f64 / den as f64)
+}
+
+/// The statistics served (`sky_stats`): the policy, its generation, and
+/// every counter of the stat enum with its description.
+pub fn catalog() -> sky_stats::Catalog {
+    sky_stats::Catalog::new(&STAT_INFO)
 }
 
 /// The counter list for `--help`: every name and what it counts.
@@ -187,6 +215,27 @@ mod tests {
         assert!(c
             .line()
             .contains("pm_beside_compute_share=60.0% pm_paired_share=75.0%"));
+    }
+
+    #[test]
+    fn samples_carry_every_counter_by_name_and_come_back_whole() {
+        use intf::*;
+        let r = row(&[
+            (sky_stat_idx_SKY_STAT_DISPATCHES, 7),
+            (sky_stat_idx_SKY_STAT_WAIT_NS, 9),
+        ]);
+        let c = Counters::sum_rows([r.as_slice()].into_iter()).unwrap();
+        let sample = c.sample("vtime", 3);
+        let map = sample.as_object().unwrap();
+        assert_eq!(map["policy"], "vtime");
+        assert_eq!(map["generation"], 3);
+        assert_eq!(map["dispatches"], 7);
+        assert_eq!(map.len(), NR_STATS + 2);
+        assert_eq!(Counters::from_sample(map), c);
+        // Every served name is in the catalog, in the same order.
+        let names: Vec<String> = catalog().stats.iter().map(|s| s.name.clone()).collect();
+        assert_eq!(names.len(), NR_STATS + 2);
+        assert_eq!(names[2], "dispatches");
     }
 
     #[test]

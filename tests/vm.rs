@@ -474,6 +474,26 @@ fn policies_switch_at_runtime_without_a_reload() {
     // SIGHUP re-applies the start policy as a new generation.
     assert_eq!(check(&c, "sighup_policy"), "sky1");
     assert_eq!(check(&c, "sighup_moved"), "1");
+    // Statistics through the scx_stats socket.
+    assert!(
+        check(&c, "meta_fields").parse::<usize>().unwrap_or(0) >= 20,
+        "stats_meta described too few statistics"
+    );
+    assert_eq!(check(&c, "json_policy"), "sky1");
+    assert_eq!(
+        check(&c, "json_generation"),
+        check(&c, "control_generation")
+    );
+    let json_dispatches: f64 = check(&c, "json_dispatches").parse().unwrap_or(0.0);
+    assert!(json_dispatches > 0.0, "the JSON sample counted no dispatch");
+    assert_eq!(check(&c, "om_last"), "#_EOF");
+    assert_eq!(check(&c, "om_dispatches"), "1");
+    // `timeout 8 scx_sky --monitor 1`: 2-7 lines in four runs (a process
+    // starting under load in TCG takes seconds).
+    assert!(
+        check(&c, "monitor_lines").parse::<u32>().unwrap_or(0) >= 1,
+        "--monitor printed no line"
+    );
     let storm = report::one_line(&out, "result workload=policy-storm").unwrap();
     assert_eq!(stat(&storm, "refused"), 0.0, "{storm:?}");
     assert!(stat(&storm, "per_s") >= STORM_MIN_PER_S, "{storm:?}");
@@ -488,6 +508,8 @@ fn policies_switch_at_runtime_without_a_reload() {
     // Every load process finished and reported.
     assert_eq!(check(&c, "load_results"), check(&c, "load_expected"));
     let total = report::one_line(&out, "stats total:").unwrap();
+    // The sample read mid-run is part of the scheduler's own totals.
+    assert!(json_dispatches <= stat(&total, "dispatches"), "{total:?}");
     assert!(
         stat(&total, "generation") >= 30.0 * STORM_MIN_PER_S,
         "{total:?}"

@@ -2,7 +2,9 @@
 # in turn through `scx_sky policy set` (generation moves, `policy get`
 # names it), a malformed policy file refused with the field named while
 # the running policy stays, a non-root user refused, malformed requests
-# on the socket refused, SIGHUP re-reading the start policy, then a storm
+# on the socket refused, SIGHUP re-reading the start policy, statistics
+# through the scx_stats socket (JSON, stats_meta, OpenMetrics,
+# --monitor), then a storm
 # of switches as fast as the socket answers for ${1:-30} s
 # (`sky-work policy-storm`). The kernel log must show the scheduler enabled
 # once and never disabled before the end; every load process must finish.
@@ -65,6 +67,22 @@ kill -HUP "$SKY_PID"
 sleep 1
 echo "check sighup_policy=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
 echo "check sighup_moved=$(($(gen) - before))"
+
+# Statistics the scx way: the scx_stats socket answers stats_meta, a JSON
+# sample (checked against the policy's generation now and the scheduler's
+# own totals at the end), OpenMetrics text, and --monitor lines.
+echo "check meta_fields=$(scx_sky stats --meta | grep -o '"desc"' | wc -l)"
+scx_sky stats --json >/tmp/stats.json
+echo "check json_policy=$(sed -n 's/.*"policy":"\([^"]*\)".*/\1/p' /tmp/stats.json)"
+echo "check json_generation=$(sed -n 's/.*"generation":\([0-9]*\).*/\1/p' /tmp/stats.json)"
+echo "check control_generation=$(gen)"
+echo "check json_dispatches=$(sed -n 's/.*"dispatches":\([0-9]*\).*/\1/p' /tmp/stats.json)"
+scx_sky stats --openmetrics >/tmp/om.txt
+echo "check om_last=$(tail -1 /tmp/om.txt | tr ' ' '_')"
+echo "check om_dispatches=$(grep -c '^scx_sky_dispatches_total [0-9]' /tmp/om.txt)"
+timeout 8 scx_sky --monitor 1 >/tmp/monitor.out 2>&1
+echo "check monitor_lines=$(grep -c '^policy=sky1 generation=' /tmp/monitor.out)"
+head -2 /tmp/monitor.out | cut -c1-120
 
 sky-work policy-storm --seconds "$secs"
 echo "check state_after_storm=$(state)"

@@ -1,0 +1,64 @@
+//! `scx_sky stats` and `scx_sky --monitor`: read a running scheduler's
+//! statistics from its scx_stats socket.
+
+use crate::stats::{catalog, Counters};
+use anyhow::Result;
+use sky_stats::scx_stats::serde_json::{Map, Value};
+use sky_stats::Reader;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// How to show what was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The scheduler's own stats line.
+    Line,
+    Json,
+    OpenMetrics,
+    /// The `stats_meta` answer (every statistic and its description).
+    Meta,
+}
+
+/// One read of the totals, or with `watch` a read every `watch` of what
+/// grew since the last (Ctrl-C ends it).
+pub fn run(socket: Option<&Path>, format: Format, watch: Option<Duration>) -> Result<()> {
+    let mut reader = Reader::connect(socket)?;
+    let out = &mut std::io::stdout();
+    if format == Format::Meta {
+        return print(out, &reader.meta()?.to_string());
+    }
+    let Some(every) = watch else {
+        return print(out, &render(format, &reader.read("totals")?));
+    };
+    // The first top read sets the client's baseline.
+    reader.read("top")?;
+    loop {
+        std::thread::sleep(every);
+        print(out, &render(format, &reader.read("top")?))?;
+    }
+}
+
+fn render(format: Format, sample: &Map<String, Value>) -> String {
+    match format {
+        Format::Json => Value::Object(sample.clone()).to_string(),
+        Format::OpenMetrics => catalog().openmetrics(sample).trim_end().to_string(),
+        Format::Line | Format::Meta => format!(
+            "policy={} generation={} {}",
+            sample.get("policy").and_then(Value::as_str).unwrap_or("?"),
+            sample
+                .get("generation")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            Counters::from_sample(sample).line()
+        ),
+    }
+}
+
+/// A reader that stops early (`| head`) ends the output, not in a panic.
+fn print(out: &mut impl Write, text: &str) -> Result<()> {
+    match writeln!(out, "{text}").and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        other => Ok(other?),
+    }
+}

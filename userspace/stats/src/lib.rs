@@ -1,0 +1,246 @@
+//! scx_sky's statistics the scx way: served through `scx_stats` at the
+//! standard socket (`/var/run/scx/root/stats`), so scx tools read them,
+//! read back by `scx_sky stats`, and rendered as OpenMetrics text for
+//! fleet scraping. Every name and help text comes from one catalog, which
+//! the scheduler builds from the stat enum in bpf/intf.h: nothing here
+//! lists a statistic by hand.
+//!
+//! A sample is a JSON object: `policy` (the running policy's name),
+//! `generation`, then every counter by name, as totals since the
+//! scheduler attached. Target `totals` answers with that; target `top`
+//! (the scx default) with each counter's growth since the same client's
+//! previous read.
+
+pub use scx_stats;
+
+use anyhow::{bail, Context, Result};
+use crossbeam::channel::{Receiver, Sender};
+use scx_stats::prelude::*;
+use scx_stats::serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The request a reader sends the scheduler's run loop: "a sample, now".
+pub type SampleRequest = ();
+
+/// What a statistic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only grows (BPF's per-CPU counters).
+    Counter,
+    /// A value now (the generation).
+    Gauge,
+    /// A name (the policy).
+    Label,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    pub name: String,
+    pub help: String,
+    pub kind: Kind,
+}
+
+/// Every statistic a sample carries, in order.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub stats: Vec<Stat>,
+}
+
+/// The scx_stats name of the top-level struct.
+pub const META_NAME: &str = "sky";
+
+impl Catalog {
+    /// `policy` and `generation`, then `counters` (name, help) in order.
+    pub fn new(counters: &[(&str, &str)]) -> Catalog {
+        let mut stats = vec![
+            Stat {
+                name: "policy".into(),
+                help: "the running policy".into(),
+                kind: Kind::Label,
+            },
+            Stat {
+                name: "generation".into(),
+                help: "policy generation: moves on every switch".into(),
+                kind: Kind::Gauge,
+            },
+        ];
+        stats.extend(counters.iter().map(|(name, help)| Stat {
+            name: name.to_string(),
+            help: help.to_string(),
+            kind: Kind::Counter,
+        }));
+        Catalog { stats }
+    }
+
+    /// The scx_stats metadata: one top-level struct with a field per stat.
+    pub fn meta(&self) -> StatsMeta {
+        let fields = self
+            .stats
+            .iter()
+            .map(|s| {
+                let kind = match s.kind {
+                    Kind::Label => StatsKind::String,
+                    Kind::Gauge | Kind::Counter => StatsKind::U64,
+                };
+                let field = StatsField {
+                    data: StatsData::Datum(kind),
+                    attrs: StatsFieldAttrs {
+                        desc: Some(s.help.clone()),
+                        user: BTreeMap::new(),
+                    },
+                };
+                (s.name.clone(), field)
+            })
+            .collect();
+        StatsMeta {
+            name: META_NAME.into(),
+            attrs: StatsStructAttrs {
+                top: Some("true".into()),
+                desc: Some("scx_sky scheduler statistics".into()),
+                user: BTreeMap::new(),
+            },
+            fields,
+        }
+    }
+
+    /// `now` with every counter replaced by its growth since `before`
+    /// (a counter that went backwards restarted: its value counts whole).
+    pub fn delta(
+        &self,
+        now: &Map<String, Value>,
+        before: &Map<String, Value>,
+    ) -> Map<String, Value> {
+        let mut out = now.clone();
+        for s in self.stats.iter().filter(|s| s.kind == Kind::Counter) {
+            let (Some(n), Some(b)) = (
+                now.get(&s.name).and_then(Value::as_u64),
+                before.get(&s.name).and_then(Value::as_u64),
+            ) else {
+                continue;
+            };
+            out.insert(s.name.clone(), Value::from(n.checked_sub(b).unwrap_or(n)));
+        }
+        out
+    }
+
+    /// A totals sample as OpenMetrics text: counters as `scx_sky_NAME_total`,
+    /// gauges as `scx_sky_NAME`, the policy as `scx_sky_policy_info`.
+    pub fn openmetrics(&self, sample: &Map<String, Value>) -> String {
+        let mut out = String::new();
+        for s in &self.stats {
+            let Some(value) = sample.get(&s.name) else {
+                continue;
+            };
+            let family = format!("scx_sky_{}", s.name);
+            let help = s.help.replace('\\', "\\\\").replace('\n', "\\n");
+            match s.kind {
+                Kind::Counter => {
+                    out += &format!("# TYPE {family} counter\n# HELP {family} {help}\n");
+                    out += &format!("{family}_total {}\n", value.as_u64().unwrap_or(0));
+                }
+                Kind::Gauge => {
+                    out += &format!("# TYPE {family} gauge\n# HELP {family} {help}\n");
+                    out += &format!("{family} {}\n", value.as_u64().unwrap_or(0));
+                }
+                Kind::Label => {
+                    let label = value
+                        .as_str()
+                        .unwrap_or("")
+                        .replace('\\', "\\\\")
+                        .replace('"', "\\\"")
+                        .replace('\n', "\\n");
+                    out += &format!("# TYPE {family} info\n# HELP {family} {help}\n");
+                    out += &format!("{family}_info{{{}=\"{label}\"}} 1\n", s.name);
+                }
+            }
+        }
+        out + "# EOF\n"
+    }
+}
+
+/// Serves `catalog`'s samples at `path` (None: the scx default). Each
+/// read sends a [`SampleRequest`] down the returned server's channel; the
+/// scheduler answers with a totals sample (`Value::Object`).
+pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<SampleRequest, Value>> {
+    let totals: Box<dyn StatsReaderSend<SampleRequest, Value>> =
+        Box::new(|_args, (req, res)| sample(req, res));
+    let delta_catalog = catalog.clone();
+    let top: Box<dyn StatsOpener<SampleRequest, Value>> = Box::new(move |(req, res)| {
+        let mut before = sample(req, res)?;
+        let catalog = delta_catalog.clone();
+        let read: Box<dyn StatsReader<SampleRequest, Value>> =
+            Box::new(move |_args, (req, res)| {
+                let now = sample(req, res)?;
+                let delta = match (now.as_object(), before.as_object()) {
+                    (Some(n), Some(b)) => Value::Object(catalog.delta(n, b)),
+                    _ => now.clone(),
+                };
+                before = now;
+                Ok(delta)
+            });
+        Ok(read)
+    });
+    let data = StatsServerData::new()
+        .add_meta(catalog.meta())
+        .add_ops(
+            "top",
+            StatsOps {
+                open: top,
+                close: None,
+            },
+        )
+        .add_stats("totals", totals);
+    let mut server = StatsServer::new(data);
+    if let Some(path) = path {
+        server = server.set_path(path);
+    }
+    server.launch()
+}
+
+/// Asks the scheduler for a totals sample (the channel is scx_stats').
+fn sample(req: &Sender<SampleRequest>, res: &Receiver<Value>) -> Result<Value> {
+    req.send(())?;
+    Ok(res.recv()?)
+}
+
+/// A client of a running scheduler's stats socket (None: the scx default).
+pub struct Reader {
+    client: StatsClient,
+}
+
+impl Reader {
+    pub fn connect(path: Option<&Path>) -> Result<Reader> {
+        let mut client = StatsClient::new();
+        if let Some(path) = path {
+            client = client.set_path(path);
+        }
+        let client = client.connect(Some(5_000)).map_err(|e| {
+            anyhow::anyhow!(
+                "no scx_sky statistics to read ({e}): is scx_sky running? (the socket is \
+                 /var/run/scx/root/stats unless --stats-socket says otherwise)"
+            )
+        })?;
+        Ok(Reader { client })
+    }
+
+    /// A sample of `target` ("totals" or "top").
+    pub fn read(&mut self, target: &str) -> Result<Map<String, Value>> {
+        let value: Value = self
+            .client
+            .request("stats", vec![("target".into(), target.into())])
+            .with_context(|| format!("reading statistics {target}"))?;
+        match value {
+            Value::Object(map) => Ok(map),
+            other => bail!("statistics came back as {other}, not an object"),
+        }
+    }
+
+    /// The scheduler's `stats_meta` answer.
+    pub fn meta(&mut self) -> Result<Value> {
+        self.client.request("stats_meta", vec![])
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+use super::*;
+use scx_stats::serde_json::json;
+
+fn catalog() -> Catalog {
+    Catalog::new(&[
+        ("dispatches", "tasks handed to a CPU to run"),
+        ("wait_ns", "total nanoseconds tasks spent queued"),
+    ])
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+#[test]
+fn the_meta_names_every_stat_with_its_help() {
+    let meta = catalog().meta();
+    assert_eq!(meta.name, META_NAME);
+    assert!(meta.attrs.top.is_some());
+    let names: Vec<&str> = meta.fields.keys().map(String::as_str).collect();
+    assert_eq!(names, ["dispatches", "generation", "policy", "wait_ns"]);
+    let d = &meta.fields["dispatches"];
+    assert_eq!(
+        d.attrs.desc.as_deref(),
+        Some("tasks handed to a CPU to run")
+    );
+    assert!(matches!(d.data, StatsData::Datum(StatsKind::U64)));
+    assert!(matches!(
+        meta.fields["policy"].data,
+        StatsData::Datum(StatsKind::String)
+    ));
+}
+
+#[test]
+fn counters_become_growth_and_the_rest_stays() {
+    let c = catalog();
+    let before =
+        object(json!({"policy": "sky1", "generation": 3, "dispatches": 10, "wait_ns": 50}));
+    let now = object(json!({"policy": "vtime", "generation": 4, "dispatches": 15, "wait_ns": 20}));
+    let d = c.delta(&now, &before);
+    assert_eq!(d["dispatches"], json!(5));
+    // Went backwards: restarted, counts whole.
+    assert_eq!(d["wait_ns"], json!(20));
+    assert_eq!(
+        (d["policy"].clone(), d["generation"].clone()),
+        (json!("vtime"), json!(4))
+    );
+}
+
+#[test]
+fn openmetrics_text_has_types_help_totals_and_the_end_mark() {
+    let text = catalog().openmetrics(&object(json!({
+        "policy": "my \"quoted\" policy",
+        "generation": 7,
+        "dispatches": 123,
+        "wait_ns": 9
+    })));
+    assert!(
+        text.contains("# TYPE scx_sky_dispatches counter\n"),
+        "{text}"
+    );
+    assert!(text.contains("# HELP scx_sky_dispatches tasks handed to a CPU to run\n"));
+    assert!(text.contains("scx_sky_dispatches_total 123\n"));
+    assert!(text.contains("scx_sky_generation 7\n"));
+    assert!(text.contains("scx_sky_policy_info{policy=\"my \\\"quoted\\\" policy\"} 1\n"));
+    assert!(text.ends_with("# EOF\n"));
+    // Every sample line belongs to a family declared before it.
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let family = line.split(['{', ' ']).next().unwrap();
+        let base = family.trim_end_matches("_total").trim_end_matches("_info");
+        assert!(text.contains(&format!("# TYPE {base} ")), "{line}");
+    }
+}
+
+#[test]
+fn a_served_catalog_answers_meta_totals_and_deltas() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stats");
+    let server = serve(&catalog(), Some(&path)).unwrap();
+    let (res, req) = server.channels();
+    // The "scheduler": a sample per request, dispatches growing by 10.
+    let answer = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while req.recv().is_ok() {
+            n += 10;
+            let sample = json!({"policy": "sky1", "generation": 1, "dispatches": n, "wait_ns": 0});
+            if res.send(sample).is_err() {
+                break;
+            }
+        }
+    });
+    let mut reader = Reader::connect(Some(&path)).unwrap();
+    let meta = reader.meta().unwrap();
+    assert!(meta.get(META_NAME).is_some(), "{meta}");
+    assert_eq!(reader.read("totals").unwrap()["dispatches"], json!(10));
+    // top: growth since this client's previous read (opened at 20).
+    assert_eq!(reader.read("top").unwrap()["dispatches"], json!(10));
+    assert_eq!(reader.read("top").unwrap()["dispatches"], json!(10));
+    let e = reader.read("nonsense").unwrap_err();
+    assert!(format!("{e:#}").contains("nonsense"), "{e:#}");
+    drop(reader);
+    drop(server);
+    drop(answer);
+    let e = Reader::connect(Some(&dir.path().join("none")))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("is scx_sky running?"), "{e}");
+}
