@@ -30,6 +30,16 @@ pub enum Command {
     /// reload (through its control socket; root only).
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Watch the running scheduler in the terminal: cache domains, cores
+    /// and threads with what runs on each, the busiest tasks (s sorts),
+    /// the policy and its generation (p switches to the next; root), and
+    /// sparklines of last-CPU share, wait and moves. q quits.
+    Top {
+        /// Print one 80x24 screen as text (from two looks a second apart)
+        /// instead of running interactively.
+        #[arg(long)]
+        snapshot: bool,
+    },
     /// Read the running scheduler's statistics from its scx_stats socket:
     /// the totals since it attached, or with --watch what grew every
     /// SECS.

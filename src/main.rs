@@ -11,6 +11,7 @@ mod pvas_cli;
 mod scheduler;
 mod stats;
 mod stats_cli;
+mod top;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches};
@@ -76,6 +77,15 @@ fn dispatch(cli: Cli) -> Result<()> {
             stats_cli::run(cli.run.stats_socket.as_deref(), format, watch)
         }
         Some(Command::Policy(cmd)) => policy_cli::run(cmd, &cli.control_dir),
+        Some(Command::Top { snapshot }) => {
+            let mut link = top::Link::new(cli.run.stats_socket.clone(), cli.control_dir.clone());
+            if snapshot {
+                println!("{}", sky_tui::snapshot(&mut link, 80, 24)?);
+                Ok(())
+            } else {
+                sky_tui::run(&mut link)
+            }
+        }
         Some(Command::Policies) => {
             for name in sky_policy::preset_names() {
                 let p = sky_policy::Policy::load(name)?;

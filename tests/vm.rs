@@ -432,12 +432,13 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
 /// Five runs on 2026-11-22 (1x2x2, TCG, a compute task per CPU plus
 /// SKY-1's bursts and a wakeup storm): 223-423 switches a second (6,684
 /// to 12,682 in all; p50 1.1 ms, p99 27-81 ms when the run loop lists
-/// /proc), no refusal, no ejection, every load process done. The bound is
-/// 2.2 times below the worst run: what the storm must show is that
+/// /proc), no refusal, no ejection, every load process done; five more
+/// runs with the load lasting through the storm: 170-588. The bound is
+/// 2.8 times below the worst run: what the storm must show is that
 /// thousands of switches under load eject nothing and lose no task, at
 /// the rate the emulator allows (a short storm without the full load
 /// reaches 650-740 a second).
-const STORM_MIN_PER_S: f64 = 100.0;
+const STORM_MIN_PER_S: f64 = 60.0;
 
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
@@ -494,6 +495,15 @@ fn policies_switch_at_runtime_without_a_reload() {
         check(&c, "monitor_lines").parse::<u32>().unwrap_or(0) >= 1,
         "--monitor printed no line"
     );
+    // scx_sky top as text: 24 lines with the policy, topology and load;
+    // a non-root user gets the screen with the reason, not a failure.
+    assert_eq!(check(&c, "top_exit"), "0");
+    assert_eq!(check(&c, "top_lines"), "24");
+    for part in ["top_policy", "top_topology", "top_tasks"] {
+        assert_eq!(check(&c, part), "1", "{part}");
+    }
+    assert_eq!(check(&c, "top_nobody_exit"), "0");
+    assert_eq!(check(&c, "top_nobody_told"), "1");
     let storm = report::one_line(&out, "result workload=policy-storm").unwrap();
     assert_eq!(stat(&storm, "refused"), 0.0, "{storm:?}");
     assert!(stat(&storm, "per_s") >= STORM_MIN_PER_S, "{storm:?}");

@@ -16,7 +16,7 @@ start_sky --stats-interval 5 || exit 1
 # The load, through the whole scenario: a compute task per CPU, SKY-1's
 # bursts-and-sleeps processes and a wakeup storm; each prints a result
 # line when done.
-long=$((secs + 25))
+long=$((secs + 60))
 load=
 i=0
 while [ "$i" -lt "$n" ]; do
@@ -83,6 +83,19 @@ echo "check om_dispatches=$(grep -c '^scx_sky_dispatches_total [0-9]' /tmp/om.tx
 timeout 8 scx_sky --monitor 1 >/tmp/monitor.out 2>&1
 echo "check monitor_lines=$(grep -c '^policy=sky1 generation=' /tmp/monitor.out)"
 head -2 /tmp/monitor.out | cut -c1-120
+
+# scx_sky top, one screen as text: the policy, the topology and the load.
+scx_sky top --snapshot >/tmp/top.txt 2>&1
+echo "check top_exit=$?"
+cat /tmp/top.txt
+echo "check top_lines=$(wc -l </tmp/top.txt)"
+grep -q 'policy sky1 (generation' /tmp/top.txt && echo "check top_policy=1"
+grep -q 'cache domain 0' /tmp/top.txt && echo "check top_topology=1"
+grep -q 'cpu-idiv' /tmp/top.txt && echo "check top_tasks=1"
+# Not root: the screen says why there are no scheduler figures.
+su nobody -s /bin/sh -c 'scx_sky top --snapshot' >/tmp/top-nobody.txt 2>&1
+echo "check top_nobody_exit=$?"
+grep -q 'no scx_sky statistics' /tmp/top-nobody.txt && echo "check top_nobody_told=1"
 
 sky-work policy-storm --seconds "$secs"
 echo "check state_after_storm=$(state)"

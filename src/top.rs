@@ -1,0 +1,84 @@
+//! `scx_sky top`: the TUI (userspace/tui) wired to the running
+//! scheduler's stats socket (figures per period) and control socket
+//! (policy switching).
+
+use crate::stats::Counters;
+use sky_control::Request;
+use sky_stats::Reader;
+use sky_tui::{PeriodStats, SchedulerLink};
+use std::path::PathBuf;
+
+pub struct Link {
+    pub stats_socket: Option<PathBuf>,
+    pub control_dir: PathBuf,
+    reader: Option<Reader>,
+}
+
+impl Link {
+    pub fn new(stats_socket: Option<PathBuf>, control_dir: PathBuf) -> Link {
+        Link {
+            stats_socket,
+            control_dir,
+            reader: None,
+        }
+    }
+}
+
+impl SchedulerLink for Link {
+    fn period(&mut self) -> Result<PeriodStats, String> {
+        if self.reader.is_none() {
+            let mut reader =
+                Reader::connect(self.stats_socket.as_deref()).map_err(|e| format!("{e:#}"))?;
+            // The first read of `top` only sets this client's baseline.
+            reader.read("top").map_err(|e| format!("{e:#}"))?;
+            self.reader = Some(reader);
+        }
+        let reader = self.reader.as_mut().expect("connected above");
+        let sample = match reader.read("top") {
+            Ok(s) => s,
+            Err(e) => {
+                // Gone (stopped, restarted): connect afresh next period.
+                self.reader = None;
+                return Err(format!("lost scx_sky's statistics: {e:#}"));
+            }
+        };
+        let counters = Counters::from_sample(&sample);
+        let moves = counters.get(crate::bpf::intf::sky_stat_idx_SKY_STAT_MOVES_IN_LLC)
+            + counters.get(crate::bpf::intf::sky_stat_idx_SKY_STAT_MOVES_ACROSS_LLC);
+        Ok(PeriodStats {
+            policy: sample
+                .get("policy")
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+                .to_string(),
+            generation: sample
+                .get("generation")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0),
+            last_cpu_share: counters.last_cpu_share(),
+            mean_wait_us: counters.mean_wait_us(),
+            moves,
+        })
+    }
+
+    /// The preset after the running policy, in `policy list` order.
+    fn next_policy(&mut self) -> Result<String, String> {
+        let ask = |req: Request| {
+            sky_control::request(&self.control_dir, &req).map_err(|e| format!("{e:#}"))
+        };
+        let names: Vec<String> = ask(Request::List)?
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect();
+        let running = ask(Request::Get)?;
+        let current = running
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("policy="))
+            .unwrap_or("");
+        let next = match names.iter().position(|n| n == current) {
+            Some(i) => names[(i + 1) % names.len()].clone(),
+            None => names.first().cloned().ok_or("scx_sky lists no preset")?,
+        };
+        ask(Request::Set(next))
+    }
+}

@@ -1,0 +1,241 @@
+use super::*;
+use model::{CpuView, SortKey, TaskRow, ThreadSample};
+use sky_topology::{Cpu, LlcDomain, Topology};
+use sky_workloads::procstat::SchedStat;
+use std::collections::HashMap;
+
+/// 2 cache domains x 2 cores x 2 threads, Linux x86 numbering (siblings
+/// c and c + 4).
+fn topo() -> Topology {
+    let cpus = (0..8)
+        .map(|id| Cpu {
+            id,
+            online: id != 7,
+            siblings: if id == 7 {
+                vec![]
+            } else {
+                vec![id % 4, id % 4 + 4]
+            },
+            llc: (id != 7).then_some((id % 4) / 2),
+            core_cache: None,
+        })
+        .collect();
+    Topology {
+        cpus,
+        llcs: vec![
+            LlcDomain {
+                cpus: vec![0, 1, 4, 5],
+                size_bytes: None,
+            },
+            LlcDomain {
+                cpus: vec![2, 3, 6, 7],
+                size_bytes: None,
+            },
+        ],
+        line_bytes: 64,
+    }
+}
+
+fn model() -> Model {
+    let mut m = Model::new(TopoView::from_topology(&topo()));
+    m.scheduler = Scheduler::Running {
+        policy: "sky1".into(),
+        generation: 7,
+        last_cpu_share: Some(0.973),
+        mean_wait_us: Some(1820.0),
+    };
+    m.tasks = vec![
+        TaskRow {
+            tid: 42,
+            comm: "pm-writer".into(),
+            cpu: 1,
+            busy: 0.9,
+            last_cpu_share: Some(0.98),
+            wait_us: Some(120.0),
+        },
+        TaskRow {
+            tid: 7,
+            comm: "cpu-idiv".into(),
+            cpu: 5,
+            busy: 0.5,
+            last_cpu_share: None,
+            wait_us: Some(900.0),
+        },
+    ];
+    for cpu in m.topo.cpus_mut() {
+        if cpu.id == 1 {
+            cpu.busy = 0.9;
+            cpu.current = Some("pm-writer".into());
+        }
+    }
+    for i in 0..50 {
+        m.record(Some(0.9 + i as f64 / 1000.0), Some(100.0 * i as f64), i);
+    }
+    m
+}
+
+fn screen(m: &Model, width: u16, height: u16) -> String {
+    render_text(m, width, height)
+}
+
+#[test]
+fn the_topology_groups_threads_by_core_and_domain() {
+    let v = TopoView::from_topology(&topo());
+    let ids: Vec<Vec<Vec<usize>>> = v
+        .llcs
+        .iter()
+        .map(|l| l.iter().map(|c| c.iter().map(|t| t.id).collect()).collect())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            vec![vec![0, 4], vec![1, 5]],
+            vec![vec![2, 6], vec![3], vec![7]]
+        ]
+    );
+    assert!(!v.llcs[1][2][0].online);
+}
+
+#[test]
+fn an_80_by_24_screen_shows_policy_topology_tasks_and_history() {
+    let s = screen(&model(), 80, 24);
+    assert!(s.contains("policy sky1 (generation 7)"), "{s}");
+    assert!(s.contains("last-CPU 97.3%"), "{s}");
+    assert!(s.contains("cache domain 1"), "{s}");
+    assert!(s.contains("cpu1"), "{s}");
+    assert!(s.contains("90% pm-writer"), "{s}");
+    assert!(s.contains("offline"), "{s}");
+    assert!(s.contains("pm-writer") && s.contains("cpu-idiv"), "{s}");
+    assert!(s.contains("last-CPU share 94.9%"), "{s}");
+    assert!(s.contains("q quit"), "{s}");
+}
+
+#[test]
+fn without_a_scheduler_the_screen_says_so() {
+    let mut m = model();
+    m.scheduler = Scheduler::Absent("no scx_sky is running".into());
+    let s = screen(&m, 80, 24);
+    assert!(s.contains("no scx_sky is running"), "{s}");
+    assert!(!s.contains("generation"), "{s}");
+}
+
+#[test]
+fn tiny_and_huge_terminals_draw_without_panicking() {
+    for (w, h) in [(1, 1), (20, 5), (80, 24), (250, 80)] {
+        let _ = screen(&model(), w, h);
+    }
+}
+
+#[test]
+fn keys_quit_sort_and_switch() {
+    let mut m = model();
+    let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+    assert_eq!(on_key(&mut m, key('q')), Action::Quit);
+    assert_eq!(
+        on_key(
+            &mut m,
+            KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)
+        ),
+        Action::Quit
+    );
+    assert_eq!(on_key(&mut m, key('p')), Action::NextPolicy);
+    assert_eq!(on_key(&mut m, key('s')), Action::Redraw);
+    assert_eq!(m.sort, SortKey::Wait);
+    assert_eq!(m.tasks[0].tid, 7, "the longest wait first");
+    on_key(&mut m, key('s'));
+    assert_eq!(m.tasks[0].tid, 42, "a known last-CPU share before none");
+    on_key(&mut m, key('s'));
+    assert_eq!((m.sort, m.tasks[0].tid), (SortKey::Pid, 7));
+}
+
+#[test]
+fn kernel_counters_become_rows_and_cpu_loads() {
+    let stat = "cpu  9 9 9 9\ncpu0 10 0 10 70 10 0 0 0 0 0\ncpu1 50 0 0 50 0 0 0 0\nintr 5\n";
+    let before = model::cpu_times(stat);
+    assert_eq!(before[&0], (20, 100));
+    let after = model::cpu_times("cpu0 20 0 20 140 20 0 0 0\ncpu1 100 0 0 50 0 0 0 0\n");
+    let sample = |comm: &str, cpu, run, wait, slices, sw, mig| ThreadSample {
+        comm: comm.into(),
+        cpu,
+        stat: SchedStat {
+            run_ns: run,
+            wait_ns: wait,
+            timeslices: slices,
+        },
+        switches: Some(sw),
+        migrations: Some(mig),
+    };
+    let t0: HashMap<u32, ThreadSample> = [
+        (1, sample("a", 0, 0, 0, 0, 10, 2)),
+        (2, sample("idle", 1, 5, 0, 1, 1, 0)),
+    ]
+    .into();
+    let t1: HashMap<u32, ThreadSample> = [
+        (1, sample("a", 0, 500_000_000, 4_000_000, 4, 20, 3)),
+        (2, sample("idle", 1, 5, 0, 1, 1, 0)),
+        (3, sample("new", 1, 9, 0, 1, 1, 0)),
+    ]
+    .into();
+    let rows = model::task_rows(&t0, &t1, 1_000_000_000);
+    assert_eq!(rows.len(), 1, "only threads seen twice that ran: {rows:?}");
+    let r = &rows[0];
+    assert_eq!(
+        (r.tid, r.busy, r.last_cpu_share, r.wait_us),
+        (1, 0.5, Some(0.9), Some(1000.0))
+    );
+    let mut v = TopoView::from_topology(&topo());
+    model::fill_cpus(&mut v, &before, &after, &rows);
+    let cpu = |id| {
+        v.llcs
+            .iter()
+            .flatten()
+            .flatten()
+            .find(|c: &&CpuView| c.id == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!((cpu(0).busy, cpu(0).current.as_deref()), (0.2, Some("a")));
+    assert_eq!((cpu(1).busy, cpu(1).current), (1.0, None));
+}
+
+#[test]
+fn the_processor_is_read_whatever_the_name_holds() {
+    // Field 39 (processor) is the 37th after the name: here 3.
+    let stat = "12 (a) b) c) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 3 37";
+    assert_eq!(model::stat_processor(stat), Some(3));
+    assert_eq!(model::stat_processor("garbage"), None);
+    let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    assert!(model::stat_processor(&own).is_some(), "{own}");
+}
+
+/// A link that answers from a script, for the snapshot.
+struct Scripted(Vec<Result<PeriodStats, String>>);
+
+impl SchedulerLink for Scripted {
+    fn period(&mut self) -> Result<PeriodStats, String> {
+        self.0
+            .pop()
+            .unwrap_or_else(|| Err("no scx_sky is running".into()))
+    }
+    fn next_policy(&mut self) -> Result<String, String> {
+        Err("permission denied".into())
+    }
+}
+
+#[test]
+fn a_snapshot_of_this_machine_shows_its_cpus_and_the_policy() {
+    let stats = PeriodStats {
+        policy: "vtime".into(),
+        generation: 3,
+        last_cpu_share: Some(0.5),
+        mean_wait_us: None,
+        moves: 4,
+    };
+    let mut link = Scripted(vec![Ok(stats.clone()), Ok(stats)]);
+    let s = snapshot(&mut link, 80, 24).unwrap();
+    assert!(s.contains("policy vtime (generation 3)"), "{s}");
+    assert!(s.contains("cache domain 0") && s.contains("cpu0"), "{s}");
+    assert_eq!(s.lines().count(), 24);
+    let s = snapshot(&mut Scripted(vec![]), 80, 24).unwrap();
+    assert!(s.contains("no scx_sky is running"), "{s}");
+}
