@@ -176,7 +176,20 @@ impl ClassFeed {
             return;
         }
         self.refreshed_at = Some(Instant::now());
-        let tasks = live::scan_tasks(Path::new("/proc"), self.hints.by_cgroup());
+        let space_pm_writers: HashSet<u32> = sky_pvas::hints::read_all()
+            .into_iter()
+            .flat_map(|space| space.pm_writers)
+            .collect();
+        // With nothing that could class a task (no hint, no PMU, no shared
+        // space writing persistent memory) the threads are not listed: on
+        // a busy machine that is real work every second, for nothing.
+        let anything_to_class =
+            !self.hints.is_empty() || self.pmu.is_some() || !space_pm_writers.is_empty();
+        let tasks = if anything_to_class {
+            live::scan_tasks(Path::new("/proc"), self.hints.by_cgroup())
+        } else {
+            Vec::new()
+        };
         if let Some(pmu) = &mut self.pmu {
             let alive: HashMap<u32, &str> =
                 tasks.iter().map(|t| (t.tid, t.comm.as_str())).collect();
@@ -184,10 +197,6 @@ impl ClassFeed {
             pmu.end_period();
         }
         let pmu = &self.pmu;
-        let space_pm_writers: HashSet<u32> = sky_pvas::hints::read_all()
-            .into_iter()
-            .flat_map(|space| space.pm_writers)
-            .collect();
         let classes = tasks.iter().map(|t| {
             let id = TaskId {
                 pid: t.tid,
