@@ -272,8 +272,7 @@ static __always_inline bool sky_smt_hold(s32 cpu, u64 now, u64 until)
  */
 __noinline s32 sky_smt_partner(u32 class, s32 cpu, u32 fit)
 {
-	u32 mate = class == SKY_CLASS_PM_WRITER ? SKY_CLASS_COMPUTE : SKY_CLASS_PM_WRITER;
-	u32 llc = sky_llc_of(cpu), rank, best_rank = 0;
+	u32 mate = sky_smt_mate(class), llc = sky_llc_of(cpu), rank, best_rank = 0;
 	s32 sib = cpu_sibling[sky_cpu_idx(cpu)], d, best = -1;
 	u8 kind, beside;
 

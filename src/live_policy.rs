@@ -81,6 +81,12 @@ impl LivePolicy {
         self.generation
     }
 
+    /// The presets, one `NAME  description` line each.
+    pub fn list(&self) -> String {
+        let lines: Vec<String> = self.presets.iter().map(Policy::listing).collect();
+        lines.join("\n")
+    }
+
     /// `policy=NAME generation=N`.
     pub fn summary(&self) -> String {
         format!("policy={} generation={}", self.policy.name, self.generation)

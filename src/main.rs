@@ -89,7 +89,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::Policies) => {
             for name in sky_policy::preset_names() {
                 let p = sky_policy::Policy::load(name)?;
-                println!("{:<8} {}", p.name, p.description);
+                println!("{}", p.listing());
             }
             Ok(())
         }

@@ -11,7 +11,7 @@ pub fn run(cmd: PolicyCommand, socket_dir: &Path) -> Result<()> {
     let req = match cmd {
         PolicyCommand::Set { policy } => {
             // A file is read by the scheduler: give it the full path.
-            let name = if policy.contains('/') || policy.ends_with(".toml") {
+            let name = if sky_policy::names_a_file(&policy) {
                 std::fs::canonicalize(&policy)
                     .map_err(|e| anyhow::anyhow!("policy file {policy}: {e}"))?
                     .display()

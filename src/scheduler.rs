@@ -246,12 +246,7 @@ impl<'a> Scheduler<'a> {
         match req {
             Request::Set(name) => self.switch(&name).map_err(|e| format!("{e:#}")),
             Request::Get => Ok(self.live.describe()),
-            Request::List => Ok(sky_policy::preset_names()
-                .iter()
-                .filter_map(|n| Policy::load(n).ok())
-                .map(|p| format!("{:<12} {}", p.name, p.description))
-                .collect::<Vec<_>>()
-                .join("\n")),
+            Request::List => Ok(self.live.list()),
         }
     }
 

@@ -54,13 +54,11 @@ impl Counters {
 
     /// A statistics sample: the policy, its generation and every counter.
     pub fn sample(&self, policy: &str, generation: u64) -> Value {
-        let mut map = sky_stats::scx_stats::serde_json::Map::new();
-        map.insert("policy".into(), Value::from(policy));
-        map.insert("generation".into(), Value::from(generation));
-        for ((name, _), v) in STAT_INFO.iter().zip(self.0.iter()) {
-            map.insert(name.to_string(), Value::from(*v));
-        }
-        Value::Object(map)
+        let counters = STAT_INFO
+            .iter()
+            .zip(self.0.iter())
+            .map(|((name, _), v)| (*name, *v));
+        sky_stats::sample(policy, generation, counters)
     }
 
     pub fn get(&self, idx: u32) -> u64 {

@@ -43,15 +43,13 @@ fn render(format: Format, sample: &Map<String, Value>) -> String {
     match format {
         Format::Json => Value::Object(sample.clone()).to_string(),
         Format::OpenMetrics => catalog().openmetrics(sample).trim_end().to_string(),
-        Format::Line | Format::Meta => format!(
-            "policy={} generation={} {}",
-            sample.get("policy").and_then(Value::as_str).unwrap_or("?"),
-            sample
-                .get("generation")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            Counters::from_sample(sample).line()
-        ),
+        Format::Line | Format::Meta => {
+            let (policy, generation) = sky_stats::policy_of(sample);
+            format!(
+                "policy={policy} generation={generation} {}",
+                Counters::from_sample(sample).line()
+            )
+        }
     }
 }
 

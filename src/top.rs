@@ -45,16 +45,10 @@ impl SchedulerLink for Link {
         let counters = Counters::from_sample(&sample);
         let moves = counters.get(crate::bpf::intf::sky_stat_idx_SKY_STAT_MOVES_IN_LLC)
             + counters.get(crate::bpf::intf::sky_stat_idx_SKY_STAT_MOVES_ACROSS_LLC);
+        let (policy, generation) = sky_stats::policy_of(&sample);
         Ok(PeriodStats {
-            policy: sample
-                .get("policy")
-                .and_then(|v| v.as_str())
-                .unwrap_or("?")
-                .to_string(),
-            generation: sample
-                .get("generation")
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0),
+            policy: policy.to_string(),
+            generation,
             last_cpu_share: counters.last_cpu_share(),
             mean_wait_us: counters.mean_wait_us(),
             moves,

@@ -159,10 +159,9 @@ impl Policy {
         Ok(policy)
     }
 
-    /// A preset by name, or a policy file by path (anything with a `/` or
-    /// ending in `.toml`).
+    /// A preset by name, or a policy file by path ([`names_a_file`]).
     pub fn load(name_or_path: &str) -> Result<Self> {
-        if name_or_path.contains('/') || name_or_path.ends_with(".toml") {
+        if names_a_file(name_or_path) {
             let path = Path::new(name_or_path);
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading policy file {}", path.display()))?;
@@ -304,6 +303,19 @@ impl Knobs {
     /// Every knob as `name = value` lines (TOML), for `scx_sky policy get`.
     pub fn describe(&self) -> String {
         toml::to_string(self).unwrap_or_else(|e| format!("# cannot show the knobs: {e}\n"))
+    }
+}
+
+/// Does this policy argument name a file (anything with a `/` or ending
+/// in `.toml`) rather than a preset?
+pub fn names_a_file(name_or_path: &str) -> bool {
+    name_or_path.contains('/') || name_or_path.ends_with(".toml")
+}
+
+impl Policy {
+    /// `NAME  description`: one line of a policy list.
+    pub fn listing(&self) -> String {
+        format!("{:<12} {}", self.name, self.description)
     }
 }
 

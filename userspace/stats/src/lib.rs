@@ -20,6 +20,33 @@ use scx_stats::serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The fields every sample leads with, before the counters.
+pub const POLICY: &str = "policy";
+pub const GENERATION: &str = "generation";
+
+/// A totals sample: the running policy, its generation, every counter.
+pub fn sample<'a>(
+    policy: &str,
+    generation: u64,
+    counters: impl IntoIterator<Item = (&'a str, u64)>,
+) -> Value {
+    let mut map = Map::new();
+    map.insert(POLICY.into(), Value::from(policy));
+    map.insert(GENERATION.into(), Value::from(generation));
+    for (name, value) in counters {
+        map.insert(name.to_string(), Value::from(value));
+    }
+    Value::Object(map)
+}
+
+/// A sample's policy and generation (`?` and 0 where missing).
+pub fn policy_of(sample: &Map<String, Value>) -> (&str, u64) {
+    (
+        sample.get(POLICY).and_then(Value::as_str).unwrap_or("?"),
+        sample.get(GENERATION).and_then(Value::as_u64).unwrap_or(0),
+    )
+}
+
 /// The request a reader sends the scheduler's run loop: "a sample, now".
 pub type SampleRequest = ();
 
@@ -55,12 +82,12 @@ impl Catalog {
     pub fn new(counters: &[(&str, &str)]) -> Catalog {
         let mut stats = vec![
             Stat {
-                name: "policy".into(),
+                name: POLICY.into(),
                 help: "the running policy".into(),
                 kind: Kind::Label,
             },
             Stat {
-                name: "generation".into(),
+                name: GENERATION.into(),
                 help: "policy generation: moves on every switch".into(),
                 kind: Kind::Gauge,
             },
@@ -164,14 +191,14 @@ impl Catalog {
 /// scheduler answers with a totals sample (`Value::Object`).
 pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<SampleRequest, Value>> {
     let totals: Box<dyn StatsReaderSend<SampleRequest, Value>> =
-        Box::new(|_args, (req, res)| sample(req, res));
+        Box::new(|_args, (req, res)| ask_sample(req, res));
     let delta_catalog = catalog.clone();
     let top: Box<dyn StatsOpener<SampleRequest, Value>> = Box::new(move |(req, res)| {
-        let mut before = sample(req, res)?;
+        let mut before = ask_sample(req, res)?;
         let catalog = delta_catalog.clone();
         let read: Box<dyn StatsReader<SampleRequest, Value>> =
             Box::new(move |_args, (req, res)| {
-                let now = sample(req, res)?;
+                let now = ask_sample(req, res)?;
                 let delta = match (now.as_object(), before.as_object()) {
                     (Some(n), Some(b)) => Value::Object(catalog.delta(n, b)),
                     _ => now.clone(),
@@ -199,7 +226,7 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<Sampl
 }
 
 /// Asks the scheduler for a totals sample (the channel is scx_stats').
-fn sample(req: &Sender<SampleRequest>, res: &Receiver<Value>) -> Result<Value> {
+fn ask_sample(req: &Sender<SampleRequest>, res: &Receiver<Value>) -> Result<Value> {
     req.send(())?;
     Ok(res.recv()?)
 }
