@@ -39,10 +39,12 @@ enum sky_consts {
 	/* A task name's bytes, its NUL included (TASK_COMM_LEN). */
 	SKY_COMM_LEN		= 16,
 	/*
-	 * Policy slots: the daemon writes a free one and publishes it; a slot
-	 * is written again only this many switches later (sky.bpf.h).
+	 * Policy slots (a power of two): the daemon writes a free one and
+	 * publishes it; a slot is written again only this many switches
+	 * later and at least 16 ms after it stopped being live (sky.bpf.h),
+	 * so this many switches may come at once (about 30 KiB of .bss).
 	 */
-	SKY_CFG_SLOTS		= 64,
+	SKY_CFG_SLOTS		= 256,
 };
 
 /*

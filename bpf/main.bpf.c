@@ -22,6 +22,7 @@ char _license[] SEC("license") = "GPL";
 
 struct sky_config sky_cfgs[SKY_CFG_SLOTS];
 volatile u32 sky_cfg_live;
+u64 sky_cfg_first_use_ns[SKY_CFG_SLOTS];
 u32 sky_cfg_pinned[SKY_MAX_CPUS];
 
 UEI_DEFINE(uei);

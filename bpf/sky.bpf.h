@@ -65,14 +65,22 @@ struct {
  * so one decision never mixes two policies. Where they do overlap (a
  * callback calling another, as cpu_release's re-enqueue does, or a timer
  * firing on a CPU inside a callback), the inner one pins the newest
- * policy and the outer one goes on with it: both are complete policies. A slot is written again only
- * SKY_CFG_SLOTS switches later, and the daemon makes at most one switch
- * per 250 us: a callback would have to run for 16 ms to see its slot
- * change under it.
+ * policy and the outer one goes on with it: both are complete policies.
+ * A slot is written again only SKY_CFG_SLOTS switches later and no sooner
+ * than 16 ms after it stopped being live (a callback pins a slot only
+ * while it is live): a callback would have to run for 16 ms to see its
+ * slot change under it.
  */
 extern struct sky_config sky_cfgs[SKY_CFG_SLOTS];
 extern volatile u32 sky_cfg_live;
 extern u32 sky_cfg_pinned[SKY_MAX_CPUS];
+/*
+ * When each slot was first pinned (bpf_ktime_get_ns()), 0 until then: the
+ * daemon clears a slot's entry before publishing it, so a switch's latency
+ * (request to first decision under the new policy) is measured here, in
+ * the scheduler, not guessed from outside.
+ */
+extern u64 sky_cfg_first_use_ns[SKY_CFG_SLOTS];
 
 static __always_inline u32 sky_this_cpu_slot(void)
 {
@@ -82,7 +90,13 @@ static __always_inline u32 sky_this_cpu_slot(void)
 /* Pins the published policy for the callback this CPU is running. */
 static __always_inline void sky_cfg_pin(void)
 {
-	sky_cfg_pinned[sky_this_cpu_slot()] = sky_cfg_live & (SKY_CFG_SLOTS - 1);
+	u32 live = sky_cfg_live & (SKY_CFG_SLOTS - 1);
+
+	sky_cfg_pinned[sky_this_cpu_slot()] = live;
+	/* One read of a line every CPU shares; one write per switch. */
+	if (!sky_cfg_first_use_ns[live])
+		__sync_val_compare_and_swap(&sky_cfg_first_use_ns[live], 0,
+					    bpf_ktime_get_ns());
 }
 
 /* The policy this CPU's callback pinned. */

@@ -226,6 +226,21 @@ impl ClassFeed {
         }
     }
 
+    /// The class BPF gives thread `tid`: the daemon's, or else a name hint
+    /// on its current name (what BPF matches by itself); None if unknown.
+    pub fn class_of_thread(&self, tid: u32) -> Option<Class> {
+        if let Some(class) = self.table.get(tid) {
+            return Some(class);
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
+        let id = TaskId {
+            pid: tid,
+            comm: comm.trim_end(),
+            cgroup: "",
+        };
+        self.hints.class_for(&id).filter(|c| *c != Class::Unknown)
+    }
+
     /// `compute=2 pm-writer=2 memory-bound=0`: tasks per known class.
     pub fn census(&self) -> String {
         self.table

@@ -105,17 +105,19 @@ fn dispatch(cli: Cli) -> Result<()> {
 
 /// Loads the scheduler and keeps it running, reloading when the kernel
 /// asks for a restart (e.g. a CPU came online in an unknown cache domain).
-/// The control socket outlives reloads; SIGHUP re-reads the policy.
+/// The control socket and the running policy outlive reloads; SIGHUP
+/// re-reads the policy.
 fn run_scheduler(opts: &cli::RunOpts, control_dir: &std::path::Path) -> Result<()> {
     let shutdown = scheduler::shutdown_flag()?;
     let reread = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGHUP, reread.clone())
         .context("installing the SIGHUP handler")?;
-    let control = control::start(control_dir, shutdown.clone());
+    let live = live_policy::Switcher::new(scheduler::start_policy(opts)?);
+    control::start(control_dir, shutdown.clone(), live.clone());
     let mut open_object = MaybeUninit::uninit();
     loop {
-        let mut sched = Scheduler::init(opts, &mut open_object)?;
-        let exit = sched.run(&shutdown, control.as_ref(), &reread, &opts.policy)?;
+        let mut sched = Scheduler::init(opts, &live, &mut open_object)?;
+        let exit = sched.run(&shutdown, &reread, &opts.policy)?;
         if shutdown.load(Ordering::Relaxed) || !exit.should_restart() {
             return Ok(());
         }

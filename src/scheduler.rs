@@ -4,22 +4,19 @@ use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
 use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
-use crate::control::Ask;
-use crate::live_policy::LivePolicy;
+use crate::live_policy::{LivePolicy, Switcher};
 use crate::stats::Counters;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
-use sky_control::Request;
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
 use sky_stats::scx_stats::serde_json::Value;
 use sky_stats::scx_stats::StatsServer;
 use sky_stats::SampleRequest;
-use sky_topology::Topology;
+use sky_topology::{DecayThresholds, Topology};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,9 +26,7 @@ pub struct Scheduler<'a> {
     stats_interval: Duration,
     run_for: Duration,
     classes: ClassFeed,
-    live: LivePolicy,
-    switch_logged_at: Instant,
-    switches_unlogged: u64,
+    live: Switcher,
     /// The scx_stats server (`scx_sky stats`, scx tools); None if it
     /// could not listen.
     stats_server: Option<StatsServer<SampleRequest, Value>>,
@@ -41,7 +36,11 @@ pub struct Scheduler<'a> {
 }
 
 impl<'a> Scheduler<'a> {
-    pub fn init(opts: &RunOpts, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+    pub fn init(
+        opts: &RunOpts,
+        live: &Switcher,
+        open_object: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
         let stats_interval = seconds("stats-interval", opts.stats_interval)?;
         let run_for = seconds("run-for", opts.run_for)?;
         check_kernel_supports_sched_ext()?;
@@ -66,34 +65,24 @@ impl<'a> Scheduler<'a> {
         // Where the caches are and how much they hold.
         let topo = Topology::from_host().context("reading the CPU topology from sysfs")?;
         check_topology_fits(&topo)?;
-        let fill = opts
-            .cache_fill_mbps
-            .checked_mul(1_000_000)
-            .filter(|&f| f > 0)
-            .context("--cache-fill-mbps must be between 1 and 2^44")?;
-        let derived = topo.decay_thresholds(fill);
+        let derived = decay_thresholds(opts, &topo)?;
 
-        // The policy, with command-line overrides, in BPF's units.
-        let policy = Policy::load(&opts.policy)?;
-        let over = Overrides {
-            decay: opts.decay,
-            walk_depth: opts.walk_depth,
-            slice_us: opts.slice_us,
-            affinity_grace_us: opts.affinity_grace_us,
-            starve_ms: opts.starve_ms,
-            smt_pairing: opts.smt_pairing,
-            decay_core_us: opts.decay_core_us,
-            decay_llc_us: opts.decay_llc_us,
-        };
-        let live = LivePolicy::new(policy, over, derived)?;
-        let (policy, knobs) = (&live.policy, &live.knobs);
-        log_start(policy, &topo, knobs);
+        // The running policy (the start policy, or the one switched to
+        // before a reload), resolved for this topology, in BPF's units.
+        let bss = skel
+            .maps
+            .bss_data
+            .as_mut()
+            .context("BPF object has no bss")?;
+        live.load_into(bss, derived)?;
+        let (policy, knobs) = live.policy_and_knobs();
+        log_start(&policy, &topo, &knobs);
         // PMU counters where the machine has them; classes from hints,
         // shared spaces and counters.
         let pmu = open_pmu(opts.pmu, &topo);
         let classes = ClassFeed::new(
             &opts.classes,
-            policy,
+            &policy,
             pmu.as_ref(),
             opts.record_counters.as_deref(),
         )?;
@@ -121,17 +110,6 @@ impl<'a> Scheduler<'a> {
             // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
         }
-        let mut live = live;
-        let (policy, knobs) = (live.policy.clone(), live.knobs);
-        live.publish(
-            skel.maps
-                .bss_data
-                .as_mut()
-                .context("BPF object has no bss")?,
-            policy,
-            knobs,
-        );
-
         if pmu.is_some() {
             skel.progs.sky_pmu_switch.set_autoload(true);
         }
@@ -146,15 +124,15 @@ impl<'a> Scheduler<'a> {
         });
         let struct_ops = Some(scx_ops_attach!(skel, sky_ops)?);
         info!("scx_sky attached");
+        // From here the control socket switches straight into BPF.
+        live.attach(&skel.maps.bss)?;
         Ok(Self {
             skel,
             struct_ops,
             stats_interval,
             run_for,
             classes,
-            live,
-            switch_logged_at: Instant::now() - Duration::from_secs(1),
-            switches_unlogged: 0,
+            live: live.clone(),
             stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
                 .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
                 .ok(),
@@ -163,14 +141,13 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Runs until asked to stop, the time limit passes, or the kernel ejects
-    /// the scheduler; then detaches and reports why it ended. Control
-    /// requests (`control`) are answered as they come; `reread` (SIGHUP)
-    /// applies the policy scx_sky was started with again, re-reading its
-    /// file.
+    /// the scheduler; then detaches and reports why it ended. `reread`
+    /// (SIGHUP) applies the policy scx_sky was started with again,
+    /// re-reading its file. (Control requests never wait for this loop:
+    /// they switch through the shared [`Switcher`].)
     pub fn run(
         &mut self,
         shutdown: &AtomicBool,
-        control: Option<&Receiver<Ask>>,
         reread: &AtomicBool,
         started_with: &str,
     ) -> Result<UserExitInfo> {
@@ -181,19 +158,12 @@ impl<'a> Scheduler<'a> {
             if !self.run_for.is_zero() && started.elapsed() >= self.run_for {
                 break;
             }
-            match control.map(|rx| rx.recv_timeout(Duration::from_millis(100))) {
-                Some(Ok((req, reply))) => {
-                    let _ = reply.send(self.answer(req));
-                }
-                Some(Err(RecvTimeoutError::Timeout)) => {}
-                // No control socket, or its thread is gone.
-                _ => std::thread::sleep(Duration::from_millis(100)),
-            }
+            std::thread::sleep(Duration::from_millis(100));
             self.answer_stats_readers()?;
             if reread.swap(false, Ordering::Relaxed) {
-                match self.switch(started_with) {
+                match self.live.switch(started_with) {
                     Ok(s) => info!("SIGHUP: {s}"),
-                    Err(e) => warn!("SIGHUP: {e}; the running policy stays"),
+                    Err(e) => warn!("SIGHUP: {e:#}; the running policy stays"),
                 }
             }
             self.classes.refresh(
@@ -222,6 +192,7 @@ impl<'a> Scheduler<'a> {
             ),
             Err(e) => warn!("could not read final stats: {e:#}"),
         }
+        self.live.detach();
         self.struct_ops.take();
         uei_report!(&self.skel, uei)
     }
@@ -232,47 +203,24 @@ impl<'a> Scheduler<'a> {
             return Ok(());
         };
         let (res, req) = server.channels();
-        while req.try_recv().is_ok() {
-            let sample = self
-                .counters()?
-                .sample(&self.live.policy.name, self.live.generation);
-            let _ = res.send(sample);
+        while let Ok(ask) = req.try_recv() {
+            let answer = match ask {
+                SampleRequest::Totals => {
+                    let (name, generation) = self.live.name_and_generation();
+                    self.counters()?.sample(&name, generation)
+                }
+                SampleRequest::Classes(tids) => Value::Object(
+                    tids.into_iter()
+                        .filter_map(|tid| {
+                            let class = self.classes.class_of_thread(tid)?;
+                            Some((tid.to_string(), Value::from(class.name())))
+                        })
+                        .collect(),
+                ),
+            };
+            let _ = res.send(answer);
         }
         Ok(())
-    }
-
-    /// A control request's answer.
-    fn answer(&mut self, req: Request) -> Result<String, String> {
-        match req {
-            Request::Set(name) => self.switch(&name).map_err(|e| format!("{e:#}")),
-            Request::Get => Ok(self.live.describe()),
-            Request::List => Ok(self.live.list()),
-        }
-    }
-
-    /// Switches to a preset or policy file, validated whole first.
-    fn switch(&mut self, name_or_path: &str) -> Result<String> {
-        let (policy, knobs) = self.live.prepare(name_or_path)?;
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_mut()
-            .context("BPF object has no bss")?;
-        self.live.publish(bss, policy, knobs);
-        // One line a second at most: a storm of switches must not turn
-        // into a storm of log lines.
-        self.switches_unlogged += 1;
-        if self.switch_logged_at.elapsed() >= Duration::from_secs(1) {
-            info!(
-                "policy switched: {} ({} switch(es) since the last line)",
-                self.live.summary(),
-                self.switches_unlogged
-            );
-            self.switches_unlogged = 0;
-            self.switch_logged_at = Instant::now();
-        }
-        Ok(self.live.summary())
     }
 
     /// ` classes: compute=N ...`: the tasks of each known class.
@@ -283,6 +231,37 @@ impl<'a> Scheduler<'a> {
     fn counters(&self) -> Result<Counters> {
         Counters::read(&self.skel.maps.sky_stats)
     }
+}
+
+/// The policy scx_sky starts with, command-line overrides applied,
+/// validated against the machine's caches as they are now.
+pub fn start_policy(opts: &RunOpts) -> Result<LivePolicy> {
+    let topo = Topology::from_host().context("reading the CPU topology from sysfs")?;
+    let over = Overrides {
+        decay: opts.decay,
+        walk_depth: opts.walk_depth,
+        slice_us: opts.slice_us,
+        affinity_grace_us: opts.affinity_grace_us,
+        starve_ms: opts.starve_ms,
+        smt_pairing: opts.smt_pairing,
+        decay_core_us: opts.decay_core_us,
+        decay_llc_us: opts.decay_llc_us,
+    };
+    LivePolicy::new(
+        Policy::load(&opts.policy)?,
+        over,
+        decay_thresholds(opts, &topo)?,
+    )
+}
+
+/// Decay thresholds from the cache sizes and the fill rate.
+fn decay_thresholds(opts: &RunOpts, topo: &Topology) -> Result<DecayThresholds> {
+    let fill = opts
+        .cache_fill_mbps
+        .checked_mul(1_000_000)
+        .filter(|&f| f > 0)
+        .context("--cache-fill-mbps must be between 1 and 2^44")?;
+    Ok(topo.decay_thresholds(fill))
 }
 
 fn log_start(policy: &Policy, topo: &Topology, k: &Knobs) {

@@ -6,6 +6,7 @@ use crate::stats::Counters;
 use sky_control::Request;
 use sky_stats::Reader;
 use sky_tui::{PeriodStats, SchedulerLink};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub struct Link {
@@ -53,6 +54,18 @@ impl SchedulerLink for Link {
             mean_wait_us: counters.mean_wait_us(),
             moves,
         })
+    }
+
+    fn classes(&mut self, tids: &[u32]) -> HashMap<u32, String> {
+        let Some(reader) = self.reader.as_mut() else {
+            return HashMap::new();
+        };
+        // A scheduler too old to know the target, or gone: no classes
+        // (period() notices a lost scheduler and says so).
+        reader
+            .classes(tids)
+            .map(|c| c.into_iter().collect())
+            .unwrap_or_default()
     }
 
     /// The preset after the running policy, in `policy list` order.

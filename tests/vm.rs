@@ -427,18 +427,20 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
     assert_eq!(stat(&totals[1], "pmu_charges"), 0.0, "{:?}", totals[1]);
 }
 
-/// Switches a second a switch storm must sustain for 30 s under load
-/// (`sky-work policy-storm`: one request per connection, back to back).
-/// Five runs on 2026-11-22 (1x2x2, TCG, a compute task per CPU plus
-/// SKY-1's bursts and a wakeup storm): 223-423 switches a second (6,684
-/// to 12,682 in all; p50 1.1 ms, p99 27-81 ms when the run loop lists
-/// /proc), no refusal, no ejection, every load process done; five more
-/// runs with the load lasting through the storm: 170-588. The bound is
-/// 2.8 times below the worst run: what the storm must show is that
-/// thousands of switches under load eject nothing and lose no task, at
-/// the rate the emulator allows (a short storm without the full load
-/// reaches 650-740 a second).
-const STORM_MIN_PER_S: f64 = 60.0;
+/// Switches a second a switch storm must sustain for 30 s under load:
+/// the figure. `sky-work policy-storm` sends 256 switches in one
+/// write on one connection and reads their answers; the control thread
+/// publishes each straight into BPF's memory (256 policy slots, none
+/// rewritten within 16 ms of leaving the live one). Under TCG with a
+/// compute task per CPU, SKY-1's processes and a wakeup storm through the
+/// storm (two loads overlapping for part of it), five runs on 2026-11-22:
+/// 1,720 / 2,380 / 2,381 / 2,186 / 2,101 a second (51,712 to 71,424
+/// switches; a batch answered in 72-109 ms at p50), no refusal, no
+/// ejection, every load process done: the bound is 1.7 times below the
+/// worst run. One connection per switch, as before this change, managed
+/// 156-588 a second: a switch then cost a wakeup of the client and of the
+/// server each, which a loaded emulator makes slow.
+const STORM_MIN_PER_S: f64 = 1000.0;
 
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
@@ -495,16 +497,33 @@ fn policies_switch_at_runtime_without_a_reload() {
         check(&c, "monitor_lines").parse::<u32>().unwrap_or(0) >= 1,
         "--monitor printed no line"
     );
-    // scx_sky top as text: 24 lines with the policy, topology and load;
+    // scx_sky top as text: 24 lines with the policy, topology and load
+    // (the compute tasks with the class the scheduler gives them);
     // a non-root user gets the screen with the reason, not a failure.
     assert_eq!(check(&c, "top_exit"), "0");
     assert_eq!(check(&c, "top_lines"), "24");
-    for part in ["top_policy", "top_topology", "top_tasks"] {
+    for part in ["top_policy", "top_topology", "top_tasks", "top_classes"] {
         assert_eq!(check(&c, part), "1", "{part}");
     }
     assert_eq!(check(&c, "top_nobody_exit"), "0");
     assert_eq!(check(&c, "top_nobody_told"), "1");
+    // scx_sky top driven through a terminal: `p` switched the running
+    // scheduler to the next preset, the screen showed it, `q` quit and
+    // left the terminal restored.
+    assert_eq!(check(&c, "drive_exit"), "0");
+    let drive = report::one_line(&out, "result workload=tui-drive").unwrap();
+    for (field, want) in [("exited", "true"), ("status", "0"), ("restored", "true")] {
+        assert_eq!(
+            drive.get(field).map(String::as_str),
+            Some(want),
+            "{drive:?}"
+        );
+    }
+    assert_eq!(drive.get("steps_done"), drive.get("steps"), "{drive:?}");
+    assert_eq!(check(&c, "drive_running"), "sky1-strict");
     let storm = report::one_line(&out, "result workload=policy-storm").unwrap();
+    // Shown with --nocapture: the figure the bound below was set from.
+    eprintln!("storm: {storm:?}");
     assert_eq!(stat(&storm, "refused"), 0.0, "{storm:?}");
     assert!(stat(&storm, "per_s") >= STORM_MIN_PER_S, "{storm:?}");
     assert!(

@@ -4,30 +4,34 @@
 # the running policy stays, a non-root user refused, malformed requests
 # on the socket refused, SIGHUP re-reading the start policy, statistics
 # through the scx_stats socket (JSON, stats_meta, OpenMetrics,
-# --monitor), then a storm
-# of switches as fast as the socket answers for ${1:-30} s
-# (`sky-work policy-storm`). The kernel log must show the scheduler enabled
+# --monitor), `scx_sky top` (a text snapshot, then driven through a
+# terminal by its keys), then a storm of switches as fast as the socket
+# answers for ${1:-30} s (`sky-work policy-storm`, one connection). The kernel log must show the scheduler enabled
 # once and never disabled before the end; every load process must finish.
 . ./lib.sh
 secs=${1:-30}
 n=$(nproc)
 
-start_sky --stats-interval 5 || exit 1
-# The load, through the whole scenario: a compute task per CPU, SKY-1's
-# bursts-and-sleeps processes and a wakeup storm; each prints a result
-# line when done.
-long=$((secs + 60))
+# The compute tasks are classed by name, so `top` has classes to show.
+start_sky --stats-interval 5 --class 'cpu-idiv=compute' || exit 1
+# start_load SECS: the load, for SECS seconds: a compute task per CPU,
+# SKY-1's bursts-and-sleeps processes and a wakeup storm; each prints a
+# result line when done. Their PIDs are added to $load.
 load=
-i=0
-while [ "$i" -lt "$n" ]; do
-	sky-work compute --kind idiv --seconds "$long" >>/tmp/load.out &
+start_load() {
+	i=0
+	while [ "$i" -lt "$n" ]; do
+		sky-work compute --kind idiv --seconds "$1" >>/tmp/load.out &
+		load="$load $!"
+		i=$((i + 1))
+	done
+	sky-work cache-loop --procs "$n" --seconds "$1" >>/tmp/load.out &
 	load="$load $!"
-	i=$((i + 1))
-done
-sky-work cache-loop --procs "$n" --seconds "$long" >>/tmp/load.out &
-load="$load $!"
-sky-work pingpong --pairs 2 --seconds "$long" >>/tmp/load.out &
-load="$load $!"
+	sky-work pingpong --pairs 2 --seconds "$1" >>/tmp/load.out &
+	load="$load $!"
+}
+# Through the switches, the stats and top (about 90 s under TCG).
+start_load 120
 
 gen() {
 	scx_sky policy get | sed -n 's/.*generation=\([0-9]*\).*/\1/p' | head -1
@@ -92,17 +96,33 @@ echo "check top_lines=$(wc -l </tmp/top.txt)"
 grep -q 'policy sky1 (generation' /tmp/top.txt && echo "check top_policy=1"
 grep -q 'cache domain 0' /tmp/top.txt && echo "check top_topology=1"
 grep -q 'cpu-idiv' /tmp/top.txt && echo "check top_tasks=1"
+grep -q 'cpu-idiv .* C cpu' /tmp/top.txt && echo "check top_classes=1"
 # Not root: the screen says why there are no scheduler figures.
 su nobody -s /bin/sh -c 'scx_sky top --snapshot' >/tmp/top-nobody.txt 2>&1
 echo "check top_nobody_exit=$?"
 grep -q 'no scx_sky statistics' /tmp/top-nobody.txt && echo "check top_nobody_told=1"
 
+# scx_sky top in a terminal, driven by its keys: `p` switches to the
+# next preset (sky1 -> sky1-strict), the screen shows it, `q` quits and
+# leaves the terminal as it found it.
+sky-work tui-drive --keys 'wait:policy sky1 (generation;key:p;wait:policy sky1-strict (generation;screen;key:q' \
+	-- scx_sky top >/tmp/drive.out 2>&1
+echo "check drive_exit=$?"
+sed -n 's/^screen| //p' /tmp/drive.out | head -24
+grep '^result workload=tui-drive' /tmp/drive.out
+echo "check drive_running=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+scx_sky policy set sky1 >/dev/null
+
+# The storm, under a load of its own lasting through it (the first one
+# may end at any time).
+start_load "$((secs + 5))"
+sleep 1
 sky-work policy-storm --seconds "$secs"
 echo "check state_after_storm=$(state)"
 # shellcheck disable=SC2086
 wait $load
 echo "check load_results=$(grep -c '^result' /tmp/load.out)"
-echo "check load_expected=$((n + 2))"
+echo "check load_expected=$((2 * (n + 2)))"
 stop_sky
 echo "check enabled_lines=$(dmesg | grep -c 'sched_ext: BPF scheduler .* enabled')"
 echo "check disable_reasons=$(disable_reasons)"

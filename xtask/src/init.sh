@@ -9,6 +9,10 @@ mount -t devtmpfs dev /dev 2>/dev/null
 mkdir -p /dev/shm /tmp
 mount -t tmpfs tmp /tmp
 mount -t tmpfs shm /dev/shm
+# Pseudo-terminals, for the test that drives `scx_sky top` through one.
+mkdir -p /dev/pts
+mount -t devpts devpts /dev/pts -o ptmxmode=0666,mode=0620
+[ -e /dev/ptmx ] || ln -s pts/ptmx /dev/ptmx
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 # The kernel's own messages go to dmesg only: scenario output stays readable.
 echo 1 > /proc/sys/kernel/printk

@@ -86,6 +86,11 @@ pub struct ClassTable {
 }
 
 impl ClassTable {
+    /// The class last written for `tid`, if it has one.
+    pub fn get(&self, tid: u32) -> Option<Class> {
+        self.written.get(&tid).copied()
+    }
+
     /// The changes that make the map hold exactly `now`'s known classes;
     /// recorded as written (call `forget_failed` for any that were not).
     pub fn update(&mut self, now: impl IntoIterator<Item = (u32, Class)>) -> Changes {

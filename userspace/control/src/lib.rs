@@ -1,5 +1,6 @@
-//! The running scheduler's control socket. One request per connection,
-//! one line each way:
+//! The running scheduler's control socket. A connection carries any
+//! number of requests, one line each; each answer is one or more lines
+//! ended by an empty line:
 //!
 //! ```text
 //! set NAME|FILE   ->  ok policy=NAME generation=N
@@ -10,9 +11,11 @@
 //! Failures come back as `error: WHY`. The socket lives in a root-owned
 //! directory of mode 0700 and is itself mode 0600: only root may switch.
 //! A request is at most [`MAX_REQUEST`] bytes and must arrive within
-//! [`IO_TIMEOUT`]; the server answers one client at a time on its own
-//! thread, so a slow or hostile client delays other clients by at most
-//! that, never scheduling (BPF runs on its own) or the stats loop.
+//! [`IO_TIMEOUT`] of the connection or of the previous answer, or the
+//! connection is closed. Each client is answered on a thread of its own,
+//! at most [`MAX_CLIENTS`] at once, so a slow or hostile client delays
+//! nobody but itself: not other clients, not scheduling (BPF runs on its
+//! own), not the stats loop.
 
 use anyhow::{bail, Context, Result};
 use std::io::{ErrorKind, Read, Write};
@@ -20,8 +23,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Where the running scheduler listens.
 pub const SOCKET_DIR: &str = "/run/scx_sky";
@@ -30,6 +34,8 @@ pub const SOCKET_NAME: &str = "control.sock";
 pub const MAX_REQUEST: usize = 4096;
 /// How long a client may take to send its request or read the answer.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(1);
+/// Clients answered at once; one more is told to come back later.
+pub const MAX_CLIENTS: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
@@ -140,22 +146,41 @@ impl Server {
         &self.path
     }
 
-    /// Answers requests until `stop` is set (checked every 100 ms):
-    /// `handle` turns a request into the answer's text or an error.
-    pub fn serve(
-        &self,
-        stop: &AtomicBool,
-        mut handle: impl FnMut(Request) -> Result<String, String>,
-    ) {
+    /// Answers clients until `stop` is set (checked every 100 ms), each on
+    /// a thread of its own: `handle` turns a request into the answer's
+    /// text or an error.
+    pub fn serve<H>(&self, stop: &AtomicBool, handle: H)
+    where
+        H: Fn(Request) -> Result<String, String> + Send + Sync + 'static,
+    {
+        let handle = Arc::new(handle);
+        let clients = Arc::new(AtomicUsize::new(0));
         while !stop.load(Ordering::Relaxed) {
             if !readable(&self.listener, 100) {
                 continue;
             }
-            let Ok((stream, _)) = self.listener.accept() else {
+            let Ok((mut stream, _)) = self.listener.accept() else {
                 continue;
             };
-            // A client that misbehaves only loses its own answer.
-            let _ = answer(stream, &mut handle);
+            if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
+                clients.fetch_sub(1, Ordering::AcqRel);
+                let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+                let _ = stream.write_all(
+                    format!("error: {MAX_CLIENTS} clients are connected; try again\n\n").as_bytes(),
+                );
+                continue;
+            }
+            let (handle, count) = (handle.clone(), clients.clone());
+            let spawned = std::thread::Builder::new()
+                .name("sky-control-client".into())
+                .spawn(move || {
+                    // A client that misbehaves only loses its own answers.
+                    let _ = converse(stream, &*handle);
+                    count.fetch_sub(1, Ordering::AcqRel);
+                });
+            if spawned.is_err() {
+                clients.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 }
@@ -177,86 +202,244 @@ fn readable(listener: &UnixListener, ms: i32) -> bool {
     unsafe { libc::poll(&mut fd, 1, ms) > 0 }
 }
 
-fn answer(
+/// Answers one client's requests until it closes, goes quiet for
+/// IO_TIMEOUT or sends something that is not a request line.
+fn converse(
     mut stream: UnixStream,
-    handle: &mut impl FnMut(Request) -> Result<String, String>,
+    handle: &impl Fn(Request) -> Result<String, String>,
 ) -> std::io::Result<()> {
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let reply = match read_request(&mut stream) {
-        Ok(line) => match Request::parse(&line).and_then(&mut *handle) {
-            Ok(text) => format!("ok{}{text}\n", if text.is_empty() { "" } else { " " }),
-            Err(e) => format!("error: {e}\n"),
-        },
-        Err(e) => format!("error: {e}\n"),
-    };
-    stream.write_all(reply.as_bytes())
-}
-
-/// One line, at most MAX_REQUEST bytes, within IO_TIMEOUT.
-fn read_request(stream: &mut UnixStream) -> Result<String, String> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 512];
+    let mut lines = Lines::default();
+    let mut answered = false;
+    let mut replies = String::new();
     loop {
-        match stream.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
-                if buf.len() > MAX_REQUEST {
-                    return Err(format!("request longer than {MAX_REQUEST} bytes"));
-                }
-                if buf.contains(&b'\n') {
-                    break;
-                }
+        match lines.next(&mut stream) {
+            Ok(Some(line)) => match Request::parse(&line).and_then(handle) {
+                Ok(text) => replies += &frame("ok", &text),
+                Err(e) => replies += &frame("error:", &e),
+            },
+            // The client is done.
+            Ok(None) => return stream.write_all(replies.as_bytes()),
+            // Quiet after its answers: it is done too.
+            Err(Unreadable::Quiet) if answered => return Ok(()),
+            Err(e) => {
+                replies += &frame("error:", &e.to_string());
+                let _ = stream.write_all(replies.as_bytes());
+                return Ok(());
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                return Err(format!(
-                    "no complete request within {} ms",
-                    IO_TIMEOUT.as_millis()
-                ))
-            }
-            Err(e) => return Err(format!("reading the request: {e}")),
+        }
+        // Requests that came together are answered together: one write,
+        // one wakeup of the client, however many it sent at once.
+        if !lines.has_line() {
+            stream.write_all(replies.as_bytes())?;
+            replies.clear();
+            answered = true;
         }
     }
-    let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
-    String::from_utf8(line.to_vec()).map_err(|_| "the request is not UTF-8 text".to_string())
 }
 
-/// Sends `req` to the scheduler listening in `dir` and returns its answer
-/// (`ok ...` with the `ok` stripped), or the error it gave. Says plainly
-/// when no scheduler listens or the caller may not talk to it.
-pub fn request(dir: &Path, req: &Request) -> Result<String> {
-    let path = socket_path(dir);
-    let mut stream = match UnixStream::connect(&path) {
-        Ok(s) => s,
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {
-            bail!(
-                "no scx_sky is running (nothing listens on {})",
-                path.display()
-            )
+/// `HEAD TEXT`, its lines, and the empty line that ends every answer
+/// (so the text's own empty lines are dropped).
+fn frame(head: &str, text: &str) -> String {
+    let mut out = String::from(head);
+    for (i, line) in text.lines().filter(|l| !l.is_empty()).enumerate() {
+        out.push_str(if i == 0 { " " } else { "\n" });
+        out.push_str(line);
+    }
+    out.push_str("\n\n");
+    out
+}
+
+/// Why no request line came.
+#[derive(Debug)]
+enum Unreadable {
+    /// Nothing at all within IO_TIMEOUT.
+    Quiet,
+    Partial,
+    TooLong,
+    NotText,
+    Failed(std::io::Error),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::Quiet | Unreadable::Partial => write!(
+                f,
+                "no complete request within {} ms",
+                IO_TIMEOUT.as_millis()
+            ),
+            Unreadable::TooLong => write!(f, "request longer than {MAX_REQUEST} bytes"),
+            Unreadable::NotText => write!(f, "the request is not UTF-8 text"),
+            Unreadable::Failed(e) => write!(f, "reading the request: {e}"),
         }
-        Err(e) if e.kind() == ErrorKind::PermissionDenied => bail!(
-            "permission denied on {}: only root may control scx_sky (try sudo)",
-            path.display()
-        ),
-        Err(e) => return Err(e).with_context(|| format!("connecting to {}", path.display())),
-    };
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    stream.write_all(req.line().as_bytes())?;
-    let mut reply = String::new();
-    stream
-        .read_to_string(&mut reply)
-        .context("reading scx_sky's answer")?;
-    if let Some(rest) = reply.strip_prefix("ok") {
-        return Ok(rest.trim_start_matches(' ').trim_end().to_string());
     }
-    match reply.strip_prefix("error: ") {
-        Some(why) => bail!("scx_sky refused: {}", why.trim_end()),
-        None => bail!(
-            "scx_sky answered something unexpected: {:?}",
-            truncate(&reply, 80)
-        ),
+}
+
+/// Request lines out of a stream, each at most MAX_REQUEST bytes and
+/// complete within IO_TIMEOUT; what came after a line waits for the next
+/// call (a client may send several at once).
+#[derive(Default)]
+struct Lines {
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    /// The next line; None when the client closed after whole lines. A
+    /// last line without its newline counts, so `printf 'get' | nc -N`
+    /// works.
+    fn next(&mut self, stream: &mut UnixStream) -> Result<Option<String>, Unreadable> {
+        let deadline = Instant::now() + IO_TIMEOUT;
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+                if end >= MAX_REQUEST {
+                    return Err(Unreadable::TooLong);
+                }
+                let line: Vec<u8> = self.buf.drain(..=end).collect();
+                return text(&line[..end]).map(Some);
+            }
+            if self.buf.len() >= MAX_REQUEST {
+                return Err(Unreadable::TooLong);
+            }
+            // The whole line within IO_TIMEOUT, not each read: a client
+            // sending a byte a second is still cut off.
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.timed_out());
+            }
+            stream
+                .set_read_timeout(Some(left))
+                .map_err(Unreadable::Failed)?;
+            match stream.read(&mut chunk) {
+                Ok(0) if self.buf.is_empty() => return Ok(None),
+                Ok(0) => {
+                    let line = std::mem::take(&mut self.buf);
+                    return text(&line).map(Some);
+                }
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Err(self.timed_out())
+                }
+                Err(e) => return Err(Unreadable::Failed(e)),
+            }
+        }
     }
+
+    /// Whether a whole line is already buffered.
+    fn has_line(&self) -> bool {
+        self.buf.contains(&b'\n')
+    }
+
+    fn timed_out(&self) -> Unreadable {
+        if self.buf.is_empty() {
+            Unreadable::Quiet
+        } else {
+            Unreadable::Partial
+        }
+    }
+}
+
+fn text(line: &[u8]) -> Result<String, Unreadable> {
+    String::from_utf8(line.to_vec()).map_err(|_| Unreadable::NotText)
+}
+
+/// A connection to the running scheduler that may carry many requests
+/// (a storm of switches need not connect for each).
+pub struct Session {
+    stream: UnixStream,
+    buf: Vec<u8>,
+}
+
+impl Session {
+    /// Connects to the scheduler listening in `dir`; says plainly when none
+    /// listens or the caller may not talk to it.
+    pub fn connect(dir: &Path) -> Result<Session> {
+        let path = socket_path(dir);
+        let stream = match UnixStream::connect(&path) {
+            Ok(s) => s,
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {
+                bail!(
+                    "no scx_sky is running (nothing listens on {})",
+                    path.display()
+                )
+            }
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => bail!(
+                "permission denied on {}: only root may control scx_sky (try sudo)",
+                path.display()
+            ),
+            Err(e) => return Err(e).with_context(|| format!("connecting to {}", path.display())),
+        };
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(Session {
+            stream,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Sends `req` and returns the answer (`ok ...` with the `ok`
+    /// stripped), or the error the scheduler gave. The next request must
+    /// follow within IO_TIMEOUT, or the scheduler hangs up.
+    pub fn ask(&mut self, req: &Request) -> Result<String> {
+        self.send(req)?;
+        self.receive()
+    }
+
+    /// Sends `req` without waiting for its answer: requests may be
+    /// pipelined, and [`Session::receive`] returns their answers in order.
+    pub fn send(&mut self, req: &Request) -> Result<()> {
+        self.send_all(std::slice::from_ref(req))
+    }
+
+    /// Sends `reqs` in one write: the scheduler answers them together.
+    pub fn send_all(&mut self, reqs: &[Request]) -> Result<()> {
+        let lines: String = reqs.iter().map(Request::line).collect();
+        self.stream
+            .write_all(lines.as_bytes())
+            .context("sending the request to scx_sky")
+    }
+
+    /// The answer to the oldest request not yet answered, as
+    /// [`Session::ask`] returns it.
+    pub fn receive(&mut self) -> Result<String> {
+        let reply = self.answer().context("reading scx_sky's answer")?;
+        if let Some(rest) = reply.strip_prefix("ok") {
+            return Ok(rest.trim_start_matches(' ').to_string());
+        }
+        match reply.strip_prefix("error: ") {
+            Some(why) => bail!("scx_sky refused: {why}"),
+            None => bail!(
+                "scx_sky answered something unexpected: {:?}",
+                truncate(&reply, 80)
+            ),
+        }
+    }
+
+    /// One answer: up to the empty line that ends it (or the end of the
+    /// stream), without it.
+    fn answer(&mut self) -> Result<String> {
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
+                let answer: Vec<u8> = self.buf.drain(..end + 2).collect();
+                return Ok(String::from_utf8_lossy(&answer[..end]).into_owned());
+            }
+            match self.stream.read(&mut chunk)? {
+                0 if self.buf.is_empty() => bail!("scx_sky closed the connection"),
+                0 => {
+                    let answer = std::mem::take(&mut self.buf);
+                    return Ok(String::from_utf8_lossy(&answer).trim_end().to_string());
+                }
+                n => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+}
+
+/// One request on a connection of its own.
+pub fn request(dir: &Path, req: &Request) -> Result<String> {
+    Session::connect(dir)?.ask(req)
 }
 
 #[cfg(test)]

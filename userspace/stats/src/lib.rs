@@ -47,8 +47,35 @@ pub fn policy_of(sample: &Map<String, Value>) -> (&str, u64) {
     )
 }
 
-/// The request a reader sends the scheduler's run loop: "a sample, now".
-pub type SampleRequest = ();
+/// What a reader asks the scheduler's run loop for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SampleRequest {
+    /// A totals sample, now.
+    Totals,
+    /// The class of each of these threads: an object from thread ID (as
+    /// text) to class name, for those with a known class.
+    Classes(Vec<u32>),
+}
+
+/// Most threads one `classes` request may name.
+pub const MAX_CLASS_TIDS: usize = 512;
+
+/// The `tids` argument of a `classes` read: thread IDs, comma-separated.
+pub fn parse_tids(arg: &str) -> Result<Vec<u32>> {
+    let tids = arg
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            t.trim()
+                .parse::<u32>()
+                .with_context(|| format!("tids: {t:?} is not a thread ID"))
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    if tids.len() > MAX_CLASS_TIDS {
+        bail!("tids: {} thread IDs, at most {MAX_CLASS_TIDS}", tids.len());
+    }
+    Ok(tids)
+}
 
 /// What a statistic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +215,8 @@ impl Catalog {
 
 /// Serves `catalog`'s samples at `path` (None: the scx default). Each
 /// read sends a [`SampleRequest`] down the returned server's channel; the
-/// scheduler answers with a totals sample (`Value::Object`).
+/// scheduler answers with a `Value::Object`: a totals sample, or the
+/// classes asked for (target `classes`, argument `tids`).
 pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<SampleRequest, Value>> {
     let totals: Box<dyn StatsReaderSend<SampleRequest, Value>> =
         Box::new(|_args, (req, res)| ask_sample(req, res));
@@ -217,7 +245,8 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<Sampl
                 close: None,
             },
         )
-        .add_stats("totals", totals);
+        .add_stats("totals", totals)
+        .add_stats("classes", Box::new(ask_classes));
     let mut server = StatsServer::new(data);
     if let Some(path) = path {
         server = server.set_path(path);
@@ -227,7 +256,17 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<Sampl
 
 /// Asks the scheduler for a totals sample (the channel is scx_stats').
 fn ask_sample(req: &Sender<SampleRequest>, res: &Receiver<Value>) -> Result<Value> {
-    req.send(())?;
+    req.send(SampleRequest::Totals)?;
+    Ok(res.recv()?)
+}
+
+/// Target `classes`: the threads named in argument `tids`.
+fn ask_classes(
+    args: &BTreeMap<String, String>,
+    (req, res): (&Sender<SampleRequest>, &Receiver<Value>),
+) -> Result<Value> {
+    let tids = parse_tids(args.get("tids").map_or("", String::as_str))?;
+    req.send(SampleRequest::Classes(tids))?;
     Ok(res.recv()?)
 }
 
@@ -261,6 +300,28 @@ impl Reader {
             Value::Object(map) => Ok(map),
             other => bail!("statistics came back as {other}, not an object"),
         }
+    }
+
+    /// The known classes of threads `tids` (at most MAX_CLASS_TIDS).
+    pub fn classes(&mut self, tids: &[u32]) -> Result<BTreeMap<u32, String>> {
+        let list: Vec<String> = tids.iter().map(u32::to_string).collect();
+        let value: Value = self
+            .client
+            .request(
+                "stats",
+                vec![
+                    ("target".into(), "classes".into()),
+                    ("tids".into(), list.join(",")),
+                ],
+            )
+            .context("reading task classes")?;
+        let Value::Object(map) = value else {
+            bail!("classes came back as {value}, not an object");
+        };
+        Ok(map
+            .into_iter()
+            .filter_map(|(tid, class)| Some((tid.parse().ok()?, class.as_str()?.to_string())))
+            .collect())
     }
 
     /// The scheduler's `stats_meta` answer.

@@ -106,3 +106,14 @@ fn a_served_catalog_answers_meta_totals_and_deltas() {
         .unwrap();
     assert!(e.to_string().contains("is scx_sky running?"), "{e}");
 }
+
+#[test]
+fn class_requests_name_threads_and_bad_ones_say_why() {
+    assert_eq!(parse_tids("12,7,,3").unwrap(), vec![12, 7, 3]);
+    assert!(parse_tids("").unwrap().is_empty());
+    let e = format!("{:#}", parse_tids("12,x").unwrap_err());
+    assert!(e.contains("\"x\" is not a thread ID"), "{e}");
+    let many: Vec<String> = (0..=MAX_CLASS_TIDS).map(|t| t.to_string()).collect();
+    let e = format!("{:#}", parse_tids(&many.join(",")).unwrap_err());
+    assert!(e.contains("at most 512"), "{e}");
+}

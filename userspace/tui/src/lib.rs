@@ -12,6 +12,7 @@ pub mod view;
 use anyhow::Result;
 use model::{Model, Scheduler, TopoView};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -36,7 +37,14 @@ pub trait SchedulerLink {
     fn period(&mut self) -> Result<PeriodStats, String>;
     /// Switches to the next policy; the new one's summary, or why not.
     fn next_policy(&mut self) -> Result<String, String>;
+    /// The class the scheduler gives each of `tids` (`compute`,
+    /// `pm-writer`, `memory-bound`), for those with a known class; empty
+    /// when it cannot say.
+    fn classes(&mut self, tids: &[u32]) -> HashMap<u32, String>;
 }
+
+/// Most threads whose class is asked each period: the busiest.
+pub const CLASSES_ASKED: usize = 256;
 
 /// What a key asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,9 +176,6 @@ fn refresh(model: &mut Model, link: &mut dyn SchedulerLink, before: &mut Looks) 
     let now = Looks::take();
     let period = now.at.saturating_duration_since(before.at);
     model.tasks = model::task_rows(&before.threads, &now.threads, period.as_nanos() as u64);
-    model.sort_tasks();
-    model::fill_cpus(&mut model.topo, &before.cpus, &now.cpus, &model.tasks);
-    *before = now;
     match link.period() {
         Ok(p) => {
             model.record(p.last_cpu_share, p.mean_wait_us, p.moves);
@@ -180,9 +185,26 @@ fn refresh(model: &mut Model, link: &mut dyn SchedulerLink, before: &mut Looks) 
                 last_cpu_share: p.last_cpu_share,
                 mean_wait_us: p.mean_wait_us,
             };
+            // The busiest threads' classes, as the scheduler gives them.
+            model
+                .tasks
+                .sort_by(|a, b| b.busy.total_cmp(&a.busy).then(a.tid.cmp(&b.tid)));
+            let tids: Vec<u32> = model
+                .tasks
+                .iter()
+                .take(CLASSES_ASKED)
+                .map(|t| t.tid)
+                .collect();
+            let classes = link.classes(&tids);
+            for task in &mut model.tasks {
+                task.class = classes.get(&task.tid).cloned();
+            }
         }
         Err(why) => model.scheduler = Scheduler::Absent(why),
     }
+    model.sort_tasks();
+    model::fill_cpus(&mut model.topo, &before.cpus, &now.cpus, &model.tasks);
+    *before = now;
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ pub struct CpuView {
     pub busy: f64,
     /// Name of the task that ran most there last period.
     pub current: Option<String>,
+    /// Its class, if the scheduler knows it.
+    pub class: Option<String>,
     pub online: bool,
 }
 
@@ -77,6 +79,8 @@ pub struct TaskRow {
     pub last_cpu_share: Option<f64>,
     /// Mean run-queue wait per run over the last period, microseconds.
     pub wait_us: Option<f64>,
+    /// The class the scheduler gives it, if known.
+    pub class: Option<String>,
 }
 
 /// Table columns one can sort by (key `s` cycles).
@@ -299,6 +303,8 @@ pub fn task_rows(
                 busy: (ran as f64 / period_ns.max(1) as f64).min(1.0),
                 last_cpu_share,
                 wait_us: (slices > 0).then(|| waited as f64 / slices as f64 / 1000.0),
+                // The scheduler's to say, asked once the rows are known.
+                class: None,
             })
         })
         .collect()
@@ -318,10 +324,11 @@ pub fn fill_cpus(
             }
             _ => 0.0,
         };
-        cpu.current = tasks
+        let busiest = tasks
             .iter()
             .filter(|t| t.cpu == cpu.id)
-            .max_by(|a, b| a.busy.total_cmp(&b.busy))
-            .map(|t| t.comm.clone());
+            .max_by(|a, b| a.busy.total_cmp(&b.busy));
+        cpu.current = busiest.map(|t| t.comm.clone());
+        cpu.class = busiest.and_then(|t| t.class.clone());
     }
 }

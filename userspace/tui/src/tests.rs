@@ -52,6 +52,7 @@ fn model() -> Model {
             busy: 0.9,
             last_cpu_share: Some(0.98),
             wait_us: Some(120.0),
+            class: Some("pm-writer".into()),
         },
         TaskRow {
             tid: 7,
@@ -60,12 +61,14 @@ fn model() -> Model {
             busy: 0.5,
             last_cpu_share: None,
             wait_us: Some(900.0),
+            class: None,
         },
     ];
     for cpu in m.topo.cpus_mut() {
         if cpu.id == 1 {
             cpu.busy = 0.9;
             cpu.current = Some("pm-writer".into());
+            cpu.class = Some("pm-writer".into());
         }
     }
     for i in 0..50 {
@@ -103,7 +106,16 @@ fn an_80_by_24_screen_shows_policy_topology_tasks_and_history() {
     assert!(s.contains("last-CPU 97.3%"), "{s}");
     assert!(s.contains("cache domain 1"), "{s}");
     assert!(s.contains("cpu1"), "{s}");
-    assert!(s.contains("90% pm-writer"), "{s}");
+    assert!(s.contains("90% P pm-writer"), "{s}");
+    // The class column: the PM writer's, and none known for the other.
+    assert!(s.contains("class"), "{s}");
+    let row = |comm: &str| {
+        s.lines()
+            .find(|l| l.contains(comm) && l.contains('│'))
+            .unwrap_or("")
+    };
+    assert!(row("cpu-idi").trim_end().ends_with('-'), "{s}");
+    assert!(s.contains("P pmw"), "{s}");
     assert!(s.contains("offline"), "{s}");
     assert!(s.contains("pm-writer") && s.contains("cpu-idiv"), "{s}");
     assert!(s.contains("last-CPU share 94.9%"), "{s}");
@@ -220,6 +232,11 @@ impl SchedulerLink for Scripted {
     fn next_policy(&mut self) -> Result<String, String> {
         Err("permission denied".into())
     }
+    /// Every thread asked about is a compute task.
+    fn classes(&mut self, tids: &[u32]) -> std::collections::HashMap<u32, String> {
+        assert!(tids.len() <= CLASSES_ASKED);
+        tids.iter().map(|&t| (t, "compute".to_string())).collect()
+    }
 }
 
 #[test]
@@ -234,6 +251,9 @@ fn a_snapshot_of_this_machine_shows_its_cpus_and_the_policy() {
     let mut link = Scripted(vec![Ok(stats.clone()), Ok(stats)]);
     let s = snapshot(&mut link, 80, 24).unwrap();
     assert!(s.contains("policy vtime (generation 3)"), "{s}");
+    // The classes the scheduler gives land in the table and on the CPUs.
+    assert!(s.contains("C cpu"), "{s}");
+    assert!(s.contains("% C "), "{s}");
     assert!(s.contains("cache domain 0") && s.contains("cpu0"), "{s}");
     assert_eq!(s.lines().count(), 24);
     let s = snapshot(&mut Scripted(vec![]), 80, 24).unwrap();

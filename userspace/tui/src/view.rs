@@ -21,7 +21,7 @@ pub fn render(frame: &mut Frame, model: &Model) {
     .areas(frame.area());
     frame.render_widget(header_text(model), header);
     let [topo, table] =
-        Layout::horizontal([Constraint::Length(38), Constraint::Min(20)]).areas(body);
+        Layout::horizontal([Constraint::Length(34), Constraint::Min(20)]).areas(body);
     frame.render_widget(topology(model), topo);
     frame.render_widget(task_table(model), table);
     render_sparklines(frame, model, sparks);
@@ -68,7 +68,33 @@ fn cpu_line(cpu: &CpuView) -> String {
     let filled = (cpu.busy * 4.0).round().clamp(0.0, 4.0) as usize;
     let bar: String = "#".repeat(filled) + &".".repeat(4 - filled);
     let name = cpu.current.as_deref().unwrap_or("");
-    format!("  cpu{:<3} {bar} {:>3.0}% {name}", cpu.id, cpu.busy * 100.0)
+    let class = cpu.class.as_deref().map_or(' ', class_letter);
+    format!(
+        "  cpu{:<3} {bar} {:>3.0}% {class} {name}",
+        cpu.id,
+        cpu.busy * 100.0
+    )
+}
+
+/// A class in one letter, for the topology pane (C compute, P pm-writer,
+/// M memory-bound; the legend is in the table's class column).
+fn class_letter(class: &str) -> char {
+    match class {
+        "compute" => 'C',
+        "pm-writer" => 'P',
+        "memory-bound" => 'M',
+        _ => '?',
+    }
+}
+
+/// A class in the table's five columns.
+fn class_short(class: &str) -> &str {
+    match class {
+        "compute" => "C cpu",
+        "pm-writer" => "P pmw",
+        "memory-bound" => "M mem",
+        other => other,
+    }
 }
 
 fn topology(model: &Model) -> Paragraph<'static> {
@@ -96,21 +122,24 @@ fn task_table(model: &Model) -> Table<'static> {
             format!("{:.0}", t.busy * 100.0),
             pct(t.last_cpu_share),
             t.wait_us.map_or("-".into(), |w| format!("{w:.0}")),
+            t.class.as_deref().map_or("-", class_short).to_string(),
         ])
     });
+    // 46 columns at 80x24: the name gives way first.
     Table::new(
         rows,
         [
-            Constraint::Length(7),
-            Constraint::Min(8),
+            Constraint::Length(6),
+            Constraint::Min(7),
             Constraint::Length(3),
             Constraint::Length(4),
             Constraint::Length(5),
             Constraint::Length(7),
+            Constraint::Length(5),
         ],
     )
     .header(
-        Row::new(["pid", "comm", "cpu", "cpu%", "last%", "wait_us"])
+        Row::new(["tid", "comm", "cpu", "cpu%", "last%", "wait_us", "class"])
             .style(Style::new().add_modifier(Modifier::BOLD)),
     )
 }

@@ -2,45 +2,95 @@
 //! policy switches, and clients that misbehave.
 
 use anyhow::Result;
+use sky_control::{Request, Session};
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// `sky-work policy-storm`: one switch per request, back to back.
-pub fn storm(policies: &str, duration: Duration, dir: &Path) -> Result<String> {
+/// `sky-work policy-storm`: switches back to back on one connection, in
+/// batches of `window` sent in one write before their answers are read
+/// (so a storm does not wait for a wakeup per switch on a loaded
+/// machine), or
+/// a connection each, as separate `scx_sky policy set` commands make.
+pub fn storm(
+    policies: &str,
+    duration: Duration,
+    dir: &Path,
+    window: usize,
+    connect_each: bool,
+) -> Result<String> {
     let names: Vec<&str> = policies.split(',').filter(|p| !p.is_empty()).collect();
     if names.is_empty() {
         anyhow::bail!("--policies names no policy");
     }
+    if window == 0 {
+        anyhow::bail!("--window must be at least 1");
+    }
+    let mut tally = Tally::default();
     let started = Instant::now();
-    let (mut switches, mut refused) = (0u64, 0u64);
-    let mut latencies = Vec::new();
-    while started.elapsed() < duration {
-        let name = names[switches as usize % names.len()];
-        let t = Instant::now();
-        match sky_control::request(dir, &sky_control::Request::Set(name.to_string())) {
-            Ok(_) => switches += 1,
-            Err(e) => {
-                refused += 1;
-                if refused == 1 {
-                    eprintln!("sky-work: policy-storm: {e:#}");
-                }
-                // A scheduler that is gone will not come back here.
-                if e.to_string().contains("no scx_sky is running") {
-                    break;
+    let mut next = 0usize;
+    let mut request = || {
+        next += 1;
+        Request::Set(names[next % names.len()].to_string())
+    };
+    if connect_each {
+        while started.elapsed() < duration {
+            let t = Instant::now();
+            let answer = sky_control::request(dir, &request());
+            if tally.count(answer, t) {
+                break;
+            }
+        }
+    } else {
+        // Batches of `window` requests in one write, answered in one.
+        let mut session = Session::connect(dir)?;
+        'storm: while started.elapsed() < duration {
+            let batch: Vec<Request> = (0..window).map(|_| request()).collect();
+            let sent = Instant::now();
+            session.send_all(&batch)?;
+            for _ in 0..window {
+                if tally.count(session.receive(), sent) {
+                    break 'storm;
                 }
             }
         }
-        latencies.push(t.elapsed().as_micros() as u64);
     }
     let secs = started.elapsed().as_secs_f64();
     Ok(format!(
-        "result workload=policy-storm switches={switches} refused={refused} per_s={:.0} \
+        "result workload=policy-storm window={} switches={} refused={} per_s={:.0} \
          p50_us={} p99_us={}",
-        switches as f64 / secs.max(1e-9),
-        crate::percentile(&mut latencies, 50.0),
-        crate::percentile(&mut latencies, 99.0)
+        if connect_each { 0 } else { window },
+        tally.switches,
+        tally.refused,
+        tally.switches as f64 / secs.max(1e-9),
+        crate::percentile(&mut tally.latencies, 50.0),
+        crate::percentile(&mut tally.latencies, 99.0)
     ))
+}
+
+#[derive(Default)]
+struct Tally {
+    switches: u64,
+    refused: u64,
+    latencies: Vec<u64>,
+}
+
+impl Tally {
+    /// Counts one answer; true when the scheduler is gone.
+    fn count(&mut self, answer: Result<String>, sent: Instant) -> bool {
+        self.latencies.push(sent.elapsed().as_micros() as u64);
+        match answer {
+            Ok(_) => self.switches += 1,
+            Err(e) => {
+                self.refused += 1;
+                if self.refused == 1 {
+                    eprintln!("sky-work: policy-storm: {e:#}");
+                }
+                return e.to_string().contains("no scx_sky is running");
+            }
+        }
+        false
+    }
 }
 
 /// `sky-work control-abuse`: each bad client, and what it was answered

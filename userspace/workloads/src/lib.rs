@@ -12,9 +12,11 @@ pub mod procstat;
 pub mod share;
 pub mod smt_pair;
 pub mod smt_share;
+pub mod switch_latency;
 pub mod threads;
 pub mod trace_waits;
 pub mod tracefs;
+pub mod tui_drive;
 
 /// Restricts the calling thread to `cpus`.
 pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
