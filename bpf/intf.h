@@ -45,6 +45,24 @@ enum sky_consts {
 	 * so this many switches may come at once (about 30 KiB of .bss).
 	 */
 	SKY_CFG_SLOTS		= 256,
+	/*
+	 * Buckets of a task's wait histogram (struct sky_wait_hist): 0 for
+	 * waits under 1 us, then four per power of two of microseconds up to
+	 * about 2 s; the last holds everything longer.
+	 */
+	SKY_WAIT_BUCKETS	= 88,
+	SKY_WAIT_SUB_SHIFT	= 2,
+};
+
+/*
+ * How long a task waited in scx_sky's queues before each run, counted per
+ * bucket since it first ran: the daemon reads it by pidfd for `scx_sky
+ * top`'s per-task wait p99. A wait of us microseconds (us >= 1, msb =
+ * its top bit) lands in bucket 1 + msb * 4 + the two bits below the top
+ * one.
+ */
+struct sky_wait_hist {
+	u32 counts[SKY_WAIT_BUCKETS];
 };
 
 /*

@@ -127,6 +127,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	sky_stat_inc(SKY_STAT_DISPATCHES);
 	waited = sky_queued_for(tctx, now);
 	sky_stat_add(SKY_STAT_WAIT_NS, waited);
+	sky_wait_record(tctx, waited);
 	/*
 	 * The wait bound from scx_sky's side, over the interval the kernel's
 	 * run-queue wait measures too, so the two can be compared.

@@ -47,6 +47,8 @@ struct sky_task {
 	u64 left_llc_pressure;
 	/* No SMT pairing move for it before this (smt.bpf.h). */
 	u64 smt_held_until;
+	/* Its waits before each run (stats.bpf.h). */
+	struct sky_wait_hist waits;
 };
 
 struct {

@@ -5,7 +5,7 @@ use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
 use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
 use crate::live_policy::{LivePolicy, Switcher};
-use crate::stats::Counters;
+use crate::stats::{thread_waits, Counters};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
 use log::{info, warn};
@@ -13,7 +13,7 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_repo
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
 use sky_stats::scx_stats::serde_json::Value;
 use sky_stats::scx_stats::StatsServer;
-use sky_stats::SampleRequest;
+use sky_stats::{SampleRequest, ThreadView};
 use sky_topology::{DecayThresholds, Topology};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -209,11 +209,19 @@ impl<'a> Scheduler<'a> {
                     let (name, generation) = self.live.name_and_generation();
                     self.counters()?.sample(&name, generation)
                 }
-                SampleRequest::Classes(tids) => Value::Object(
+                SampleRequest::Threads(tids) => Value::Object(
                     tids.into_iter()
                         .filter_map(|tid| {
-                            let class = self.classes.class_of_thread(tid)?;
-                            Some((tid.to_string(), Value::from(class.name())))
+                            let view = ThreadView {
+                                class: self
+                                    .classes
+                                    .class_of_thread(tid)
+                                    .map(|c| c.name().to_string()),
+                                waits: thread_waits(&self.skel.maps.sky_tasks, tid),
+                            };
+                            let known = view.class.is_some() || !view.waits.is_empty();
+                            let value = sky_stats::scx_stats::serde_json::to_value(view).ok()?;
+                            known.then(|| (tid.to_string(), value))
                         })
                         .collect(),
                 ),

@@ -1,14 +1,55 @@
 //! BPF statistics: per-CPU counters summed here, and the derived figures
 //! (last-CPU share, mean wait, SMT pairing shares) shown to users.
 
+use crate::bpf::skel::types::sky_task;
 use crate::bpf::{intf, STAT_INFO};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use sky_stats::scx_stats::serde_json::Value;
 use std::fmt::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const NR_STATS: usize = intf::sky_stat_idx_SKY_NR_STATS as usize;
 const _: () = assert!(STAT_INFO.len() == NR_STATS, "build.rs missed a stat");
+
+/// Thread `tid`'s wait histogram from BPF's task storage (`sky_tasks`,
+/// read by pidfd) as (bucket, count) for buckets that counted any; empty
+/// for a thread that is gone, never ran under scx_sky, or on a kernel
+/// without thread pidfds (before 6.9: then only for process leaders).
+pub fn thread_waits(tasks: &impl MapCore, tid: u32) -> Vec<(usize, u64)> {
+    let Some(pidfd) = thread_pidfd(tid) else {
+        return Vec::new();
+    };
+    let key = pidfd.as_raw_fd().to_ne_bytes();
+    let Ok(Some(value)) = tasks.lookup(&key, MapFlags::ANY) else {
+        return Vec::new();
+    };
+    if value.len() < std::mem::size_of::<sky_task>() {
+        return Vec::new();
+    }
+    // SAFETY: the value is a sky_task (plain integers), size checked.
+    let task: sky_task = unsafe { std::ptr::read_unaligned(value.as_ptr().cast()) };
+    task.waits
+        .counts
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(bucket, &n)| (bucket, u64::from(n)))
+        .collect()
+}
+
+/// A pidfd for thread `tid` (PIDFD_THREAD), or for the process if `tid`
+/// leads one and the kernel predates thread pidfds.
+fn thread_pidfd(tid: u32) -> Option<OwnedFd> {
+    let open = |flags: libc::c_int| {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid as libc::pid_t, flags) };
+        // SAFETY: a non-negative return is a new fd that we own.
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    };
+    // PIDFD_THREAD is O_EXCL (include/uapi/linux/pidfd.h).
+    open(libc::O_EXCL).or_else(|| open(0))
+}
 
 /// Counter totals over all CPUs, in `enum sky_stat_idx` order.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -56,14 +56,14 @@ impl SchedulerLink for Link {
         })
     }
 
-    fn classes(&mut self, tids: &[u32]) -> HashMap<u32, String> {
+    fn threads(&mut self, tids: &[u32]) -> HashMap<u32, sky_stats::ThreadView> {
         let Some(reader) = self.reader.as_mut() else {
             return HashMap::new();
         };
-        // A scheduler too old to know the target, or gone: no classes
+        // A scheduler too old to know the target, or gone: nothing known
         // (period() notices a lost scheduler and says so).
         reader
-            .classes(tids)
+            .threads(tids)
             .map(|c| c.into_iter().collect())
             .unwrap_or_default()
     }

@@ -498,11 +498,18 @@ fn policies_switch_at_runtime_without_a_reload() {
         "--monitor printed no line"
     );
     // scx_sky top as text: 24 lines with the policy, topology and load
-    // (the compute tasks with the class the scheduler gives them);
+    // (the compute tasks with the class the scheduler gives them and their
+    // wait p99 from its histograms);
     // a non-root user gets the screen with the reason, not a failure.
     assert_eq!(check(&c, "top_exit"), "0");
     assert_eq!(check(&c, "top_lines"), "24");
-    for part in ["top_policy", "top_topology", "top_tasks", "top_classes"] {
+    for part in [
+        "top_policy",
+        "top_topology",
+        "top_tasks",
+        "top_classes",
+        "top_p99",
+    ] {
         assert_eq!(check(&c, part), "1", "{part}");
     }
     assert_eq!(check(&c, "top_nobody_exit"), "0");

@@ -97,6 +97,10 @@ grep -q 'policy sky1 (generation' /tmp/top.txt && echo "check top_policy=1"
 grep -q 'cache domain 0' /tmp/top.txt && echo "check top_topology=1"
 grep -q 'cpu-idiv' /tmp/top.txt && echo "check top_tasks=1"
 grep -q 'cpu-idiv .* C cpu' /tmp/top.txt && echo "check top_classes=1"
+# Each compute task's wait p99 over the period, from scx_sky's histograms.
+grep -q 'p99_us' /tmp/top.txt &&
+	grep -Eq 'cpu-idiv +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +C cpu' /tmp/top.txt &&
+	echo "check top_p99=1"
 # Not root: the screen says why there are no scheduler figures.
 su nobody -s /bin/sh -c 'scx_sky top --snapshot' >/tmp/top-nobody.txt 2>&1
 echo "check top_nobody_exit=$?"

@@ -52,15 +52,68 @@ pub fn policy_of(sample: &Map<String, Value>) -> (&str, u64) {
 pub enum SampleRequest {
     /// A totals sample, now.
     Totals,
-    /// The class of each of these threads: an object from thread ID (as
-    /// text) to class name, for those with a known class.
-    Classes(Vec<u32>),
+    /// What the scheduler knows of each of these threads: an object from
+    /// thread ID (as text) to a [`ThreadView`].
+    Threads(Vec<u32>),
 }
 
-/// Most threads one `classes` request may name.
+/// What the scheduler knows of one thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ThreadView {
+    /// Its class, if known (`compute`, `pm-writer`, `memory-bound`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// Its waits before each run since it started, as (bucket, count) for
+    /// the buckets that counted any (bucket: [`wait_bucket_bounds_us`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<(usize, u64)>,
+}
+
+/// Most threads one `threads` request may name.
 pub const MAX_CLASS_TIDS: usize = 512;
 
-/// The `tids` argument of a `classes` read: thread IDs, comma-separated.
+/// Wait-histogram buckets (`struct sky_wait_hist` in bpf/intf.h): 0 for
+/// under 1 us, then four per power of two of microseconds.
+pub const WAIT_SUB_SHIFT: u32 = 2;
+
+/// Microseconds bucket `i` holds: [low, high).
+pub fn wait_bucket_bounds_us(i: usize) -> (u64, u64) {
+    if i == 0 {
+        return (0, 1);
+    }
+    let per_octave = 1usize << WAIT_SUB_SHIFT;
+    let msb = ((i - 1) / per_octave) as u32;
+    let sub = ((i - 1) % per_octave) as u64;
+    let at = |s: u64| {
+        let scaled = (per_octave as u64 + s) << msb;
+        // Round up: below 4 us the buckets are whole microseconds.
+        scaled.div_ceil(per_octave as u64)
+    };
+    (at(sub), at(sub + 1).max(at(sub) + 1))
+}
+
+/// The `p`th percentile of a wait histogram's counts (bucket, count), in
+/// microseconds: the upper bound of the bucket it falls in (so at most
+/// 25 % over the true value); None without a count.
+pub fn wait_percentile_us(counts: &[(usize, u64)], p: f64) -> Option<u64> {
+    let total: u64 = counts.iter().map(|&(_, n)| n).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut sorted = counts.to_vec();
+    sorted.sort_unstable();
+    let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (bucket, n) in sorted {
+        seen += n;
+        if seen >= rank {
+            return Some(wait_bucket_bounds_us(bucket).1);
+        }
+    }
+    None
+}
+
+/// The `tids` argument of a `threads` read: thread IDs, comma-separated.
 pub fn parse_tids(arg: &str) -> Result<Vec<u32>> {
     let tids = arg
         .split(',')
@@ -216,7 +269,7 @@ impl Catalog {
 /// Serves `catalog`'s samples at `path` (None: the scx default). Each
 /// read sends a [`SampleRequest`] down the returned server's channel; the
 /// scheduler answers with a `Value::Object`: a totals sample, or the
-/// classes asked for (target `classes`, argument `tids`).
+/// threads asked for (target `threads`, argument `tids`).
 pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<SampleRequest, Value>> {
     let totals: Box<dyn StatsReaderSend<SampleRequest, Value>> =
         Box::new(|_args, (req, res)| ask_sample(req, res));
@@ -246,7 +299,7 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<Sampl
             },
         )
         .add_stats("totals", totals)
-        .add_stats("classes", Box::new(ask_classes));
+        .add_stats("threads", Box::new(ask_threads));
     let mut server = StatsServer::new(data);
     if let Some(path) = path {
         server = server.set_path(path);
@@ -260,13 +313,13 @@ fn ask_sample(req: &Sender<SampleRequest>, res: &Receiver<Value>) -> Result<Valu
     Ok(res.recv()?)
 }
 
-/// Target `classes`: the threads named in argument `tids`.
-fn ask_classes(
+/// Target `threads`: the threads named in argument `tids`.
+fn ask_threads(
     args: &BTreeMap<String, String>,
     (req, res): (&Sender<SampleRequest>, &Receiver<Value>),
 ) -> Result<Value> {
     let tids = parse_tids(args.get("tids").map_or("", String::as_str))?;
-    req.send(SampleRequest::Classes(tids))?;
+    req.send(SampleRequest::Threads(tids))?;
     Ok(res.recv()?)
 }
 
@@ -302,25 +355,31 @@ impl Reader {
         }
     }
 
-    /// The known classes of threads `tids` (at most MAX_CLASS_TIDS).
-    pub fn classes(&mut self, tids: &[u32]) -> Result<BTreeMap<u32, String>> {
+    /// What the scheduler knows of threads `tids` (at most
+    /// MAX_CLASS_TIDS); threads it does not know are left out.
+    pub fn threads(&mut self, tids: &[u32]) -> Result<BTreeMap<u32, ThreadView>> {
         let list: Vec<String> = tids.iter().map(u32::to_string).collect();
         let value: Value = self
             .client
             .request(
                 "stats",
                 vec![
-                    ("target".into(), "classes".into()),
+                    ("target".into(), "threads".into()),
                     ("tids".into(), list.join(",")),
                 ],
             )
-            .context("reading task classes")?;
+            .context("reading what scx_sky knows of the threads")?;
         let Value::Object(map) = value else {
-            bail!("classes came back as {value}, not an object");
+            bail!("threads came back as {value}, not an object");
         };
         Ok(map
             .into_iter()
-            .filter_map(|(tid, class)| Some((tid.parse().ok()?, class.as_str()?.to_string())))
+            .filter_map(|(tid, view)| {
+                Some((
+                    tid.parse().ok()?,
+                    scx_stats::serde_json::from_value(view).ok()?,
+                ))
+            })
             .collect())
     }
 

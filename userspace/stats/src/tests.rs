@@ -117,3 +117,51 @@ fn class_requests_name_threads_and_bad_ones_say_why() {
     let e = format!("{:#}", parse_tids(&many.join(",")).unwrap_err());
     assert!(e.contains("at most 512"), "{e}");
 }
+
+/// The bucket BPF's sky_wait_record() counts a wait of `us` in (the rule
+/// in bpf/intf.h, restated to check the bounds against it).
+fn bucket_of_us(us: u64) -> usize {
+    if us == 0 {
+        return 0;
+    }
+    let msb = 63 - us.leading_zeros();
+    let sub = if msb >= WAIT_SUB_SHIFT {
+        us >> (msb - WAIT_SUB_SHIFT)
+    } else {
+        us << (WAIT_SUB_SHIFT - msb)
+    } & ((1 << WAIT_SUB_SHIFT) - 1);
+    (1 + (msb << WAIT_SUB_SHIFT) as usize + sub as usize).min(87)
+}
+
+#[test]
+fn every_wait_lies_within_its_buckets_bounds() {
+    let mut us = 0u64;
+    while us < 1_500_000 {
+        let b = bucket_of_us(us);
+        let (low, high) = wait_bucket_bounds_us(b);
+        assert!(
+            low <= us && us < high,
+            "{us} us in bucket {b}: [{low}, {high})"
+        );
+        // A bucket is at most a quarter of its lower bound wide (above 4 us).
+        if us >= 4 {
+            assert!(high - low <= low / 4 + 1, "bucket {b}: [{low}, {high})");
+        }
+        us += 1 + us / 97;
+    }
+}
+
+#[test]
+fn wait_percentiles_come_from_the_histogram() {
+    assert_eq!(wait_percentile_us(&[], 99.0), None);
+    // 99 waits of 10 us and one of 1000 us: p50 in 10's bucket, p99 too,
+    // p100 in 1000's.
+    let h = [(bucket_of_us(10), 99), (bucket_of_us(1000), 1)];
+    let p99 = wait_percentile_us(&h, 99.0).unwrap();
+    assert!((10..=13).contains(&p99), "{p99}");
+    let max = wait_percentile_us(&h, 100.0).unwrap();
+    assert!((1000..=1250).contains(&max), "{max}");
+    // Order of the pairs does not matter.
+    let rev = [h[1], h[0]];
+    assert_eq!(wait_percentile_us(&rev, 99.0), Some(p99));
+}

@@ -37,13 +37,13 @@ pub trait SchedulerLink {
     fn period(&mut self) -> Result<PeriodStats, String>;
     /// Switches to the next policy; the new one's summary, or why not.
     fn next_policy(&mut self) -> Result<String, String>;
-    /// The class the scheduler gives each of `tids` (`compute`,
-    /// `pm-writer`, `memory-bound`), for those with a known class; empty
-    /// when it cannot say.
-    fn classes(&mut self, tids: &[u32]) -> HashMap<u32, String>;
+    /// What the scheduler knows of each of `tids`: its class (`compute`,
+    /// `pm-writer`, `memory-bound`) and its wait histogram; threads it
+    /// does not know are left out, and all are when it cannot say.
+    fn threads(&mut self, tids: &[u32]) -> HashMap<u32, model::ThreadView>;
 }
 
-/// Most threads whose class is asked each period: the busiest.
+/// Most threads asked about each period: the busiest.
 pub const CLASSES_ASKED: usize = 256;
 
 /// What a key asks for.
@@ -79,17 +79,20 @@ pub fn run(link: &mut dyn SchedulerLink) -> Result<()> {
     result
 }
 
-/// One screen of `width` x `height` as text, from two looks a period
+/// One screen of `width` x `height` as text, from three looks a period
 /// apart, without a terminal (`scx_sky top --snapshot`: for logs, the
 /// README and tests).
 pub fn snapshot(link: &mut dyn SchedulerLink, width: u16, height: u16) -> Result<String> {
     let topo = sky_topology::Topology::from_host()?;
     let mut model = Model::new(TopoView::from_topology(&topo));
+    // Three looks a period apart: the first two set the baselines (the
+    // kernel's counters, then the scheduler's and the busiest threads'
+    // wait histograms); the last counts.
     let mut looks = Looks::take();
-    // The first period sets the scheduler's baseline; the second counts.
-    let _ = link.period();
-    std::thread::sleep(PERIOD);
-    refresh(&mut model, link, &mut looks);
+    for _ in 0..2 {
+        std::thread::sleep(PERIOD);
+        refresh(&mut model, link, &mut looks);
+    }
     Ok(render_text(&model, width, height))
 }
 
@@ -185,7 +188,8 @@ fn refresh(model: &mut Model, link: &mut dyn SchedulerLink, before: &mut Looks) 
                 last_cpu_share: p.last_cpu_share,
                 mean_wait_us: p.mean_wait_us,
             };
-            // The busiest threads' classes, as the scheduler gives them.
+            // The busiest threads' classes and this period's wait p99, as
+            // the scheduler counted them.
             model
                 .tasks
                 .sort_by(|a, b| b.busy.total_cmp(&a.busy).then(a.tid.cmp(&b.tid)));
@@ -195,10 +199,20 @@ fn refresh(model: &mut Model, link: &mut dyn SchedulerLink, before: &mut Looks) 
                 .take(CLASSES_ASKED)
                 .map(|t| t.tid)
                 .collect();
-            let classes = link.classes(&tids);
+            let mut views = link.threads(&tids);
+            let mut histograms = HashMap::new();
             for task in &mut model.tasks {
-                task.class = classes.get(&task.tid).cloned();
+                let Some(view) = views.remove(&task.tid) else {
+                    continue;
+                };
+                task.class = view.class;
+                if let Some(before) = model.wait_histograms.get(&task.tid) {
+                    let grown = model::histogram_growth(&view.waits, before);
+                    task.wait_p99_us = sky_stats::wait_percentile_us(&grown, 99.0);
+                }
+                histograms.insert(task.tid, view.waits);
             }
+            model.wait_histograms = histograms;
         }
         Err(why) => model.scheduler = Scheduler::Absent(why),
     }

@@ -81,6 +81,40 @@ pub struct TaskRow {
     pub wait_us: Option<f64>,
     /// The class the scheduler gives it, if known.
     pub class: Option<String>,
+    /// The 99th percentile of its waits in the scheduler's queues over the
+    /// last period, microseconds (from scx_sky's per-task histogram).
+    pub wait_p99_us: Option<u64>,
+}
+
+fn shown_wait_us(scheduler: &Scheduler, t: &TaskRow) -> Option<f64> {
+    match scheduler {
+        Scheduler::Running { .. } => t.wait_p99_us.map(|w| w as f64),
+        Scheduler::Absent(_) => t.wait_us,
+    }
+}
+
+/// What the scheduler says of one thread: its class, and its wait
+/// histogram since it started, as (bucket, count).
+pub type ThreadView = sky_stats::ThreadView;
+
+/// One period's wait histogram: `now` less `before` per bucket (a thread
+/// ID reused by a new thread has counts below the old: `now` whole).
+pub fn histogram_growth(now: &[(usize, u64)], before: &[(usize, u64)]) -> Vec<(usize, u64)> {
+    let old: HashMap<usize, u64> = before.iter().copied().collect();
+    let restarted = now.iter().any(|(b, n)| old.get(b).is_some_and(|o| n < o));
+    now.iter()
+        .map(|&(b, n)| {
+            (
+                b,
+                if restarted {
+                    n
+                } else {
+                    n - old.get(&b).copied().unwrap_or(0)
+                },
+            )
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect()
 }
 
 /// Table columns one can sort by (key `s` cycles).
@@ -139,6 +173,9 @@ pub struct Model {
     pub moves_history: VecDeque<u64>,
     /// One line for the user: what a key did, or why it could not.
     pub status: String,
+    /// Each thread's wait histogram at the last look, to take the period's
+    /// growth from.
+    pub wait_histograms: HashMap<u32, Vec<(usize, u64)>>,
 }
 
 impl Model {
@@ -152,15 +189,24 @@ impl Model {
             wait_history: VecDeque::new(),
             moves_history: VecDeque::new(),
             status: String::new(),
+            wait_histograms: HashMap::new(),
         }
+    }
+
+    /// The wait the table shows for `t`: scx_sky's p99 over the period
+    /// while it runs (none for a thread it has not counted yet), else the
+    /// kernel's mean wait per run.
+    pub fn shown_wait_us(&self, t: &TaskRow) -> Option<f64> {
+        shown_wait_us(&self.scheduler, t)
     }
 
     /// Orders the task table by the sort key, largest first (pid: lowest).
     pub fn sort_tasks(&mut self) {
+        let (sort, scheduler) = (self.sort, &self.scheduler);
         let key = |t: &TaskRow| -> f64 {
-            match self.sort {
+            match sort {
                 SortKey::Busy => t.busy,
-                SortKey::Wait => t.wait_us.unwrap_or(-1.0),
+                SortKey::Wait => shown_wait_us(scheduler, t).unwrap_or(-1.0),
                 SortKey::LastCpu => t.last_cpu_share.unwrap_or(-1.0),
                 SortKey::Pid => -(t.tid as f64),
             }
@@ -305,6 +351,7 @@ pub fn task_rows(
                 wait_us: (slices > 0).then(|| waited as f64 / slices as f64 / 1000.0),
                 // The scheduler's to say, asked once the rows are known.
                 class: None,
+                wait_p99_us: None,
             })
         })
         .collect()

@@ -53,6 +53,7 @@ fn model() -> Model {
             last_cpu_share: Some(0.98),
             wait_us: Some(120.0),
             class: Some("pm-writer".into()),
+            wait_p99_us: None,
         },
         TaskRow {
             tid: 7,
@@ -62,6 +63,7 @@ fn model() -> Model {
             last_cpu_share: None,
             wait_us: Some(900.0),
             class: None,
+            wait_p99_us: None,
         },
     ];
     for cpu in m.topo.cpus_mut() {
@@ -141,6 +143,10 @@ fn tiny_and_huge_terminals_draw_without_panicking() {
 #[test]
 fn keys_quit_sort_and_switch() {
     let mut m = model();
+    // scx_sky's wait p99s, in the opposite order to the kernel's means:
+    // while scx_sky runs, the order by wait follows the p99s.
+    m.tasks[0].wait_p99_us = Some(2048);
+    m.tasks[1].wait_p99_us = Some(64);
     let key = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
     assert_eq!(on_key(&mut m, key('q')), Action::Quit);
     assert_eq!(
@@ -153,7 +159,7 @@ fn keys_quit_sort_and_switch() {
     assert_eq!(on_key(&mut m, key('p')), Action::NextPolicy);
     assert_eq!(on_key(&mut m, key('s')), Action::Redraw);
     assert_eq!(m.sort, SortKey::Wait);
-    assert_eq!(m.tasks[0].tid, 7, "the longest wait first");
+    assert_eq!(m.tasks[0].tid, 42, "the longest wait p99 first");
     on_key(&mut m, key('s'));
     assert_eq!(m.tasks[0].tid, 42, "a known last-CPU share before none");
     on_key(&mut m, key('s'));
@@ -221,7 +227,7 @@ fn the_processor_is_read_whatever_the_name_holds() {
 }
 
 /// A link that answers from a script, for the snapshot.
-struct Scripted(Vec<Result<PeriodStats, String>>);
+struct Scripted(Vec<Result<PeriodStats, String>>, u64);
 
 impl SchedulerLink for Scripted {
     fn period(&mut self) -> Result<PeriodStats, String> {
@@ -232,10 +238,20 @@ impl SchedulerLink for Scripted {
     fn next_policy(&mut self) -> Result<String, String> {
         Err("permission denied".into())
     }
-    /// Every thread asked about is a compute task.
-    fn classes(&mut self, tids: &[u32]) -> std::collections::HashMap<u32, String> {
+    /// Every thread asked about is a compute task that waited 100 us
+    /// (bucket 27: 96-112 us) once more each time it is asked.
+    fn threads(&mut self, tids: &[u32]) -> std::collections::HashMap<u32, model::ThreadView> {
         assert!(tids.len() <= CLASSES_ASKED);
-        tids.iter().map(|&t| (t, "compute".to_string())).collect()
+        self.1 += 1;
+        tids.iter()
+            .map(|&t| {
+                let view = model::ThreadView {
+                    class: Some("compute".into()),
+                    waits: vec![(27, self.1)],
+                };
+                (t, view)
+            })
+            .collect()
     }
 }
 
@@ -248,14 +264,53 @@ fn a_snapshot_of_this_machine_shows_its_cpus_and_the_policy() {
         mean_wait_us: None,
         moves: 4,
     };
-    let mut link = Scripted(vec![Ok(stats.clone()), Ok(stats)]);
+    let mut link = Scripted(vec![Ok(stats.clone()), Ok(stats)], 0);
+    // A thread busy through every look, so it is among the busiest both
+    // times the scheduler is asked about threads.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spin = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
     let s = snapshot(&mut link, 80, 24).unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spin.join().unwrap();
     assert!(s.contains("policy vtime (generation 3)"), "{s}");
-    // The classes the scheduler gives land in the table and on the CPUs.
+    // The classes the scheduler gives land in the table and on the CPUs,
+    // and the period's wait p99 from its histograms (one 100 us wait).
     assert!(s.contains("C cpu"), "{s}");
+    assert!(s.contains(" 112 "), "{s}");
     assert!(s.contains("% C "), "{s}");
     assert!(s.contains("cache domain 0") && s.contains("cpu0"), "{s}");
     assert_eq!(s.lines().count(), 24);
-    let s = snapshot(&mut Scripted(vec![]), 80, 24).unwrap();
+    let s = snapshot(&mut Scripted(vec![], 0), 80, 24).unwrap();
     assert!(s.contains("no scx_sky is running"), "{s}");
+}
+
+#[test]
+fn a_periods_wait_p99_comes_from_the_histograms_growth() {
+    // Bucket 27 is 96-112 us, bucket 44 is 1792-2048 us.
+    let before = vec![(27, 10), (44, 5)];
+    let now = vec![(27, 110), (44, 5)];
+    let grown = model::histogram_growth(&now, &before);
+    assert_eq!(grown, vec![(27, 100)]);
+    assert_eq!(sky_stats::wait_percentile_us(&grown, 99.0), Some(112));
+    // A reused thread ID (counts went down): the new thread's counts whole.
+    assert_eq!(model::histogram_growth(&[(27, 3)], &before), vec![(27, 3)]);
+    // The table shows the p99 while scx_sky runs, the kernel's mean without it.
+    let mut m = model();
+    m.tasks[0].wait_p99_us = Some(112);
+    let s = screen(&m, 80, 24);
+    assert!(s.contains("p99_us") && s.contains(" 112 "), "{s}");
+    assert!(
+        !s.contains(" 900 "),
+        "the kernel's mean shown as a p99:\n{s}"
+    );
+    m.scheduler = Scheduler::Absent("no scx_sky is running".into());
+    let s = screen(&m, 80, 24);
+    assert!(s.contains("wait_us") && s.contains(" 900 "), "{s}");
 }

@@ -112,6 +112,15 @@ fn topology(model: &Model) -> Paragraph<'static> {
     Paragraph::new(lines).block(Block::new().borders(Borders::RIGHT))
 }
 
+/// The wait column: scx_sky's per-task p99 over the period while it runs,
+/// else the kernel's mean wait per run.
+fn wait_header(model: &Model) -> &'static str {
+    match model.scheduler {
+        Scheduler::Running { .. } => "p99_us",
+        Scheduler::Absent(_) => "wait_us",
+    }
+}
+
 fn task_table(model: &Model) -> Table<'static> {
     let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.0}", v * 100.0));
     let rows = model.tasks.iter().map(|t| {
@@ -121,7 +130,9 @@ fn task_table(model: &Model) -> Table<'static> {
             t.cpu.to_string(),
             format!("{:.0}", t.busy * 100.0),
             pct(t.last_cpu_share),
-            t.wait_us.map_or("-".into(), |w| format!("{w:.0}")),
+            model
+                .shown_wait_us(t)
+                .map_or("-".into(), |w| format!("{w:.0}")),
             t.class.as_deref().map_or("-", class_short).to_string(),
         ])
     });
@@ -139,8 +150,16 @@ fn task_table(model: &Model) -> Table<'static> {
         ],
     )
     .header(
-        Row::new(["tid", "comm", "cpu", "cpu%", "last%", "wait_us", "class"])
-            .style(Style::new().add_modifier(Modifier::BOLD)),
+        Row::new([
+            "tid",
+            "comm",
+            "cpu",
+            "cpu%",
+            "last%",
+            wait_header(model),
+            "class",
+        ])
+        .style(Style::new().add_modifier(Modifier::BOLD)),
     )
 }
 
