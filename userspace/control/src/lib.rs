@@ -170,17 +170,17 @@ impl Server {
                 );
                 continue;
             }
-            let (handle, count) = (handle.clone(), clients.clone());
-            let spawned = std::thread::Builder::new()
+            // The place is given back however the thread ends (a panic in
+            // the handler included), or if it never starts.
+            let place = Place(clients.clone());
+            let handle = handle.clone();
+            let _ = std::thread::Builder::new()
                 .name("sky-control-client".into())
                 .spawn(move || {
+                    let _place = place;
                     // A client that misbehaves only loses its own answers.
                     let _ = converse(stream, &*handle);
-                    count.fetch_sub(1, Ordering::AcqRel);
                 });
-            if spawned.is_err() {
-                clients.fetch_sub(1, Ordering::AcqRel);
-            }
         }
     }
 }
@@ -188,6 +188,15 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// One of the MAX_CLIENTS places, taken while a client is answered.
+struct Place(Arc<AtomicUsize>);
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
