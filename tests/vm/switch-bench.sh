@@ -15,11 +15,10 @@
 # load take half a minute under emulation).
 #
 # TCG runs every vCPU on one host thread, so absolute times are the
-# emulator's; the live/restart ratio is what carries over. Natively, as
-# root, with nothing else on sched_ext:
-#   sh tests/vm/switch-bench.sh 1000 1000
-# (PATH must hold target/release for sky-work and scx_sky; run from
-# tests/vm so lib.sh is found).
+# emulator's; the live/restart ratio is what carries over. In the VM a
+# restart takes 11-21 s, so 100 of them need `cargo xtask vm --timeout
+# 3000`. Natively, as root, with nothing else on sched_ext:
+#   cd tests/vm && sudo env PATH="$PWD/../../target/release:$PATH" sh ./switch-bench.sh 1000 1000
 . ./lib.sh
 switches=${1:-1000}
 restarts=${2:-100}
