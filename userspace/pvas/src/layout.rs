@@ -10,6 +10,7 @@
 //! processes that trust each other's code but not each other's timing.
 
 use crate::Error;
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 pub const MAGIC: [u8; 8] = *b"SKYPVAS\0";
@@ -92,7 +93,9 @@ pub struct Mailbox {
     pub wake: AtomicU32,
     /// Receiver: has taken message `consumed_seq` (frees the eager buffer).
     pub consumed_seq: AtomicU64,
-    pub eager: [u8; EAGER_CAP],
+    /// Written by the sender, read by the receiver, never at once (the
+    /// sequence numbers order them): interior mutability in shared memory.
+    pub eager: UnsafeCell<[u8; EAGER_CAP]>,
 }
 
 pub const KIND_EAGER: u32 = 1;

@@ -58,6 +58,10 @@ pub enum Error {
     TimedOut,
     #[error("queue entry {0} is torn or corrupt")]
     Corrupt(u64),
+    /// A peer (buggy, hostile, or a file corrupted on disk) left values in
+    /// shared memory that no correct member writes.
+    #[error("member {id} left impossible values in shared memory: {what}")]
+    PeerCorrupt { id: u32, what: String },
 }
 
 impl Error {
@@ -85,7 +89,7 @@ impl Error {
             Error::TooLarge { .. } => libc::EMSGSIZE,
             Error::OutOfSpace { .. } => libc::ENOMEM,
             Error::TimedOut => libc::ETIMEDOUT,
-            Error::Corrupt(_) => libc::EBADMSG,
+            Error::Corrupt(_) | Error::PeerCorrupt { .. } => libc::EBADMSG,
         }
     }
 }

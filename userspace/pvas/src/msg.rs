@@ -16,6 +16,16 @@ use crate::wait::{wait_until, wake};
 use crate::{Error, Result, Space};
 use std::sync::atomic::Ordering;
 
+/// The sequence number after `counter`'s, which a peer may have set to
+/// anything: at the top of the range it is corrupt, not a wrap.
+fn next_seq(counter: &std::sync::atomic::AtomicU64, peer: u32) -> Result<u64> {
+    let now = counter.load(Ordering::Acquire);
+    now.checked_add(1).ok_or_else(|| Error::PeerCorrupt {
+        id: peer,
+        what: format!("a message sequence number of {now}"),
+    })
+}
+
 impl Space {
     fn mailbox(&self, receiver: u32, sender: u32) -> Result<&Mailbox> {
         Ok(&self.export(receiver)?.mailboxes[sender as usize])
@@ -26,19 +36,20 @@ impl Space {
         let me = self.my_export().map(|_| self.id())?;
         let peer = self.peer(to)?;
         let mb = self.mailbox(to, me)?;
-        let seq = mb.done_seq.load(Ordering::Acquire) + 1;
+        let seq = next_seq(&mb.done_seq, to)?;
         let len = data.len() as u64;
         if data.len() <= self.eager_max() {
             // The bounce buffer is free once the previous message was taken.
             wait_until(self, &mb.wake, Some(peer), None, || {
-                mb.consumed_seq.load(Ordering::Acquire) + 1 >= seq
+                mb.consumed_seq.load(Ordering::Acquire).saturating_add(1) >= seq
             })?;
-            // SAFETY: only this sender writes the eager buffer, and the
-            // receiver is done with it (consumed_seq).
+            // SAFETY: only this sender writes the eager buffer, the receiver
+            // is done with it (consumed_seq), and data fits (set_eager_max
+            // keeps eager_max within EAGER_CAP).
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     data.as_ptr(),
-                    mb.eager.as_ptr() as *mut u8,
+                    mb.eager.get().cast::<u8>(),
                     data.len(),
                 )
             };
@@ -78,7 +89,7 @@ impl Space {
         let me = self.my_export().map(|_| self.id())?;
         self.check_id(from)?;
         let mb = self.mailbox(me, from)?;
-        let seq = mb.consumed_seq.load(Ordering::Acquire) + 1;
+        let seq = next_seq(&mb.consumed_seq, from)?;
         let addr = buf.as_mut_ptr() as u64;
         let in_space = self.in_segment(me, addr, buf.len() as u64);
         mb.cts_addr
@@ -93,7 +104,12 @@ impl Space {
             mb.done_seq.load(Ordering::Acquire) >= seq
         })?;
         let len = mb.done_len.load(Ordering::Relaxed);
+        let corrupt = |what: String| Error::PeerCorrupt { id: from, what };
         let result = match mb.done_kind.load(Ordering::Relaxed) {
+            // Checked before any copy: a peer's word is not a length we trust.
+            KIND_EAGER if len > EAGER_CAP as u64 => Err(corrupt(format!(
+                "an eager message of {len} bytes (the buffer holds {EAGER_CAP})"
+            ))),
             KIND_EAGER if len as usize > buf.len() => {
                 // Leave it queued: a larger buffer can still take it.
                 return Err(Error::TooLarge {
@@ -102,18 +118,32 @@ impl Space {
                 });
             }
             KIND_EAGER => {
-                // SAFETY: the sender finished writing (done_seq, Acquire).
-                unsafe { std::ptr::copy_nonoverlapping(mb.eager.as_ptr(), buf.as_mut_ptr(), len as usize) };
+                // SAFETY: the sender finished writing (done_seq, Acquire);
+                // len fits both the eager buffer and buf (checked above).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        mb.eager.get().cast::<u8>(),
+                        buf.as_mut_ptr(),
+                        len as usize,
+                    )
+                };
                 Ok(len as usize)
             }
+            // Only into a buffer this member posted, and no longer than it.
+            KIND_RENDEZVOUS if !in_space || len > buf.len() as u64 => Err(corrupt(format!(
+                "a {len}-byte message copied into a {}-byte buffer{}",
+                buf.len(),
+                if in_space { "" } else { " it never posted" }
+            ))),
             KIND_RENDEZVOUS => Ok(len as usize),
-            _ if !in_space => Err(Error::Invalid(format!(
+            KIND_TOO_SMALL if !in_space => Err(Error::Invalid(format!(
                 "a {len}-byte message needs a receive buffer inside member {me}'s segment (alloc_bytes)"
             ))),
-            _ => Err(Error::TooLarge {
+            KIND_TOO_SMALL => Err(Error::TooLarge {
                 len,
                 cap: buf.len() as u64,
             }),
+            kind => Err(corrupt(format!("message kind {kind}"))),
         };
         mb.consumed_seq.store(seq, Ordering::Release);
         wake(&mb.wake);

@@ -427,15 +427,19 @@ impl Space {
             return;
         }
         let slot = self.slot(self.id);
+        // Only the process that holds the slot ends the membership: a
+        // forked child dropping its copy, or a slot taken over since
+        // (this process was thought dead), leaves it alone.
+        let me = slot.owner.load(Ordering::Acquire);
+        if me as u32 != proc::my_pid() {
+            return;
+        }
         slot.pm_writer.store(0, Ordering::Relaxed);
         slot.state.store(SLOT_LEFT, Ordering::Release);
         slot.generation.fetch_add(1, Ordering::AcqRel);
-        let me = slot.owner.load(Ordering::Acquire);
-        if me as u32 == proc::my_pid() {
-            let _ = slot
-                .owner
-                .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed);
-        }
+        let _ = slot
+            .owner
+            .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed);
         // Peers waiting on us notice at once.
         wait::wake(&self.live().wake);
         for other in 1..=self.header.max_members {

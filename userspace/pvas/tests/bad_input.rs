@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use sky_pvas::layout::{HeaderFixed, FIXED_BYTES};
+use sky_pvas::layout::{HeaderFixed, EAGER_CAP, FIXED_BYTES, KIND_EAGER, KIND_RENDEZVOUS};
 use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
 use sky_pvas::{CreateOptions, Error, Space};
 use std::os::unix::fs::PermissionsExt;
@@ -162,6 +162,96 @@ fn misuse_gets_clear_errors() {
         .unwrap()
         .to_string()
         .contains("belongs to member 2"));
+}
+
+/// A forked child that drops its copy of the parent's space does not end
+/// the parent's membership (only the slot's holder may).
+#[test]
+fn a_forked_child_dropping_its_copy_leaves_the_parent_a_member() {
+    let s = space("fork-drop", 2, 4);
+    let me = Space::attach(&s.path, 1).unwrap();
+    let ids = |sp: &Space| sp.members().iter().map(|m| m.id).collect::<Vec<_>>();
+    assert_eq!(ids(&me), [1]);
+    // SAFETY: the child only drops the space and exits (no allocation
+    // beyond what the drop does, no other thread's locks taken).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        drop(me);
+        // SAFETY: ends the child without running the test harness's exit.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    assert_eq!(
+        ids(&me),
+        [1],
+        "the child's drop ended the parent's membership"
+    );
+    // The holder's own detach still ends it.
+    let path = s.path.clone();
+    me.detach();
+    let observer = Space::open(&path).unwrap();
+    assert!(ids(&observer).is_empty());
+}
+
+/// A peer that writes what no correct member writes into this member's
+/// mailbox: each receive is refused naming the peer, nothing is read out
+/// of bounds, and the member goes on receiving.
+#[test]
+fn impossible_mailbox_values_from_a_peer_are_refused_not_trusted() {
+    use std::sync::atomic::Ordering::{Relaxed, Release};
+    let s = space("hostile-mailbox", 2, 4);
+    let me = Space::attach(&s.path, 1).unwrap();
+    let _peer = hold(&s.path, 2);
+    // Member 1's mailbox for messages from member 2, written as member 2.
+    let mb = &me.export(1).unwrap().mailboxes[2];
+    let post = |seq: u64, kind: u32, len: u64| {
+        mb.done_len.store(len, Relaxed);
+        mb.done_kind.store(kind, Relaxed);
+        mb.done_seq.store(seq, Release);
+    };
+    let refused = |e: Error, part: &str| {
+        assert!(matches!(e, Error::PeerCorrupt { id: 2, .. }), "{e}");
+        assert!(e.to_string().contains(part), "{e}");
+    };
+    let mut outside = vec![0u8; 1 << 20];
+    // An eager message longer than the eager buffer, into a buffer that
+    // would take it: reading it would run past the mailbox.
+    post(1, KIND_EAGER, EAGER_CAP as u64 + 1);
+    refused(
+        me.recv(2, &mut outside).unwrap_err(),
+        &format!("eager message of {} bytes", EAGER_CAP + 1),
+    );
+    // A rendezvous "copied" past the buffer this member posted.
+    let posted = me.alloc_bytes(64).unwrap();
+    post(2, KIND_RENDEZVOUS, 1 << 30);
+    refused(
+        me.recv(2, posted).unwrap_err(),
+        "1073741824-byte message copied into a 64-byte buffer",
+    );
+    // A rendezvous into a buffer it never posted.
+    post(3, KIND_RENDEZVOUS, 16);
+    refused(me.recv(2, &mut outside).unwrap_err(), "it never posted");
+    // A kind that does not exist.
+    post(4, 99, 1);
+    refused(me.recv(2, &mut outside).unwrap_err(), "message kind 99");
+    // A sequence number at the top of the range.
+    mb.consumed_seq.store(u64::MAX, Release);
+    refused(
+        me.recv(2, &mut outside).unwrap_err(),
+        "sequence number of 18446744073709551615",
+    );
+    // An honest message after all that is received whole.
+    mb.consumed_seq.store(4, Release);
+    // SAFETY: writing the eager buffer as the sender would (nobody reads it now).
+    unsafe { std::ptr::copy_nonoverlapping(b"hello".as_ptr(), mb.eager.get().cast::<u8>(), 5) };
+    post(5, KIND_EAGER, 5);
+    let mut small = [0u8; 16];
+    assert_eq!(me.recv(2, &mut small).unwrap(), 5);
+    assert_eq!(&small[..5], b"hello");
 }
 
 proptest! {
