@@ -163,7 +163,6 @@ fn a_thousand_random_kills_keep_the_queue_whole() {
 #[test]
 fn kills_between_persist_steps_lose_and_repeat_nothing() {
     let mut rng = Rng(42);
-    let mut kills = 0;
     for persist in ["volatile", "msync", "flush"] {
         for point in ["payload", "flush", "fence", "publish"] {
             for n in 1..=ENTRIES as u64 {
@@ -176,7 +175,6 @@ fn kills_between_persist_steps_lose_and_repeat_nothing() {
                 ];
                 let mut sender = peer(&s.path, 1, "queue-send", &send_args(Mode::Pull, 100), &env);
                 let status = sender.child.wait().unwrap();
-                kills += 1;
                 assert!(!status.success(), "the sender should have died at {crash}");
                 let returned = sender
                     .lines
@@ -206,7 +204,6 @@ fn kills_between_persist_steps_lose_and_repeat_nothing() {
             }
         }
     }
-    assert_eq!(kills, 96);
 }
 
 /// A sender killed mid-copy of a large one-copy message never leaves the

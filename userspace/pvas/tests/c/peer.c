@@ -66,12 +66,20 @@ int main(int argc, char **argv)
 
 		if (n < 0)
 			return fail("dequeue");
-		if ((size_t)n != want || line[0] != (char)pattern(k, 0)) {
-			printf("c error: queue message %llu is wrong\n", (unsigned long long)k);
+		if ((size_t)n != want) {
+			printf("c error: queue message %llu is %lld bytes, expected %zu\n",
+			       (unsigned long long)k, (long long)n, want);
 			return 1;
 		}
+		for (size_t i = 0; i < want; i++)
+			if ((unsigned char)line[i] != pattern(k, i)) {
+				printf("c error: queue message %llu differs at byte %zu\n",
+				       (unsigned long long)k, i);
+				return 1;
+			}
 	}
-	if (sky_pvas_send(space, 1, "x", 1) != -22 && sky_pvas_recv(NULL, 1, buf, 1) != -22)
+	/* Either NULL handle must be refused with -EINVAL. */
+	if (sky_pvas_send(NULL, 1, "x", 1) != -22 || sky_pvas_recv(NULL, 1, buf, 1) != -22)
 		return fail("NULL handle accepted");
 	sky_pvas_queue_close(q);
 	sky_pvas_detach(space);
