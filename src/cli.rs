@@ -35,7 +35,7 @@ pub enum Command {
     /// the policy and its generation (p switches to the next; root), and
     /// sparklines of last-CPU share, wait and moves. q quits.
     Top {
-        /// Print one 80x24 screen as text (from two looks a second apart)
+        /// Print one 80x24 screen as text (from three looks a second apart)
         /// instead of running interactively.
         #[arg(long)]
         snapshot: bool,

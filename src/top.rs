@@ -68,11 +68,12 @@ impl SchedulerLink for Link {
             .unwrap_or_default()
     }
 
-    /// The preset after the running policy, in `policy list` order.
+    /// The preset after the running policy, in `policy list` order: three
+    /// requests on one connection.
     fn next_policy(&mut self) -> Result<String, String> {
-        let ask = |req: Request| {
-            sky_control::request(&self.control_dir, &req).map_err(|e| format!("{e:#}"))
-        };
+        let mut session =
+            sky_control::Session::connect(&self.control_dir).map_err(|e| format!("{e:#}"))?;
+        let mut ask = |req: Request| session.ask(&req).map_err(|e| format!("{e:#}"));
         let names: Vec<String> = ask(Request::List)?
             .lines()
             .filter_map(|l| l.split_whitespace().next().map(str::to_string))

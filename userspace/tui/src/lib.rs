@@ -44,7 +44,7 @@ pub trait SchedulerLink {
 }
 
 /// Most threads asked about each period: the busiest.
-pub const CLASSES_ASKED: usize = 256;
+pub const THREADS_ASKED: usize = 256;
 
 /// What a key asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +196,7 @@ fn refresh(model: &mut Model, link: &mut dyn SchedulerLink, before: &mut Looks) 
             let tids: Vec<u32> = model
                 .tasks
                 .iter()
-                .take(CLASSES_ASKED)
+                .take(THREADS_ASKED)
                 .map(|t| t.tid)
                 .collect();
             let mut views = link.threads(&tids);

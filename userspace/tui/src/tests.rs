@@ -241,7 +241,7 @@ impl SchedulerLink for Scripted {
     /// Every thread asked about is a compute task that waited 100 us
     /// (bucket 27: 96-112 us) once more each time it is asked.
     fn threads(&mut self, tids: &[u32]) -> std::collections::HashMap<u32, model::ThreadView> {
-        assert!(tids.len() <= CLASSES_ASKED);
+        assert!(tids.len() <= THREADS_ASKED);
         self.1 += 1;
         tids.iter()
             .map(|&t| {

@@ -19,7 +19,7 @@ pub fn storm(
     window: usize,
     connect_each: bool,
 ) -> Result<String> {
-    let names: Vec<&str> = policies.split(',').filter(|p| !p.is_empty()).collect();
+    let names = policy_names(policies);
     if names.is_empty() {
         anyhow::bail!("--policies names no policy");
     }
@@ -31,7 +31,7 @@ pub fn storm(
     let mut next = 0usize;
     let mut request = || {
         next += 1;
-        Request::Set(names[next % names.len()].to_string())
+        Request::Set(names[next % names.len()].clone())
     };
     if connect_each {
         while started.elapsed() < duration {
@@ -91,6 +91,15 @@ impl Tally {
         }
         false
     }
+}
+
+/// The presets or policy files of a comma-separated `--policies`.
+pub fn policy_names(policies: &str) -> Vec<String> {
+    policies
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `sky-work control-abuse`: each bad client, and what it was answered

@@ -34,13 +34,18 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// `generation` and `first_use_ns` out of a `policy get` answer.
-pub fn parse_get(answer: &str) -> Option<(u64, u64)> {
-    let generation = answer
+/// `generation` out of a `set` or `get` answer (`policy=NAME generation=N`).
+pub fn generation_of(answer: &str) -> Option<u64> {
+    answer
         .split_whitespace()
         .find_map(|w| w.strip_prefix("generation="))?
         .parse()
-        .ok()?;
+        .ok()
+}
+
+/// `generation` and `first_use_ns` out of a `policy get` answer.
+pub fn parse_get(answer: &str) -> Option<(u64, u64)> {
+    let generation = generation_of(answer)?;
     let first_use = answer
         .lines()
         .find_map(|l| l.strip_prefix("first_use_ns = "))?
@@ -51,11 +56,7 @@ pub fn parse_get(answer: &str) -> Option<(u64, u64)> {
 }
 
 fn names(policies: &str) -> Result<Vec<String>> {
-    let names: Vec<String> = policies
-        .split(',')
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect();
+    let names = crate::control::policy_names(policies);
     if names.len() < 2 {
         bail!("--policies must name at least two policies to switch between, got {policies:?}");
     }
@@ -73,8 +74,7 @@ pub fn live(policies: &str, switches: usize, dir: &Path) -> Result<String> {
         let t0 = monotonic_ns();
         let answer = session.ask(&Request::Set(names[i % names.len()].clone()))?;
         answer_us.push((monotonic_ns() - t0) / 1000);
-        let generation = parse_get(&format!("{answer}\nfirst_use_ns = 0"))
-            .map(|(g, _)| g)
+        let generation = generation_of(&answer)
             .with_context(|| format!("no generation in the answer {answer:?}"))?;
         let first_use = wait_first_use(&mut session, generation)?;
         reach_us.push(first_use.saturating_sub(t0) / 1000);
@@ -264,6 +264,8 @@ mod tests {
     fn get_answers_parse_and_others_do_not() {
         let get = "policy=vtime generation=12\nfirst_use_ns = 345\naffinity = 0";
         assert_eq!(parse_get(get), Some((12, 345)));
+        assert_eq!(generation_of("policy=vtime generation=12"), Some(12));
+        assert_eq!(generation_of("policy=vtime"), None);
         assert_eq!(parse_get("policy=vtime generation=12"), None);
         assert_eq!(parse_get("generation=x\nfirst_use_ns = 1"), None);
         assert!(names("sky1").is_err());
