@@ -43,12 +43,15 @@ pub fn run(cmd: PvasCommand) -> Result<()> {
         } => {
             let path = path_for(&dir, &name);
             let space = Space::open(&path)?;
-            space.reserve_for(id, std::process::id())?;
+            // The slot is held from here on; the program attaches with the
+            // lock it inherits (Space::attach_from_env).
+            let lock_fd = space.reserve_for_exec(id)?;
             drop(space);
             let err = std::process::Command::new(&command[0])
                 .args(&command[1..])
                 .env("SKY_PVAS_PATH", &path)
                 .env("SKY_PVAS_ID", id.to_string())
+                .env("SKY_PVAS_LOCK_FD", lock_fd.to_string())
                 .exec();
             bail!("running {}: {err}", command[0])
         }
@@ -78,11 +81,24 @@ pub fn run(cmd: PvasCommand) -> Result<()> {
             let path = path_for(&dir, &name);
             let space = Space::open(&path)?;
             let members = space.members();
+            // Pids read from the member table are only labels any member
+            // can write: signal only those the kernel shows holding their
+            // slot's lock on this very file.
+            let verified: Vec<u32> = members
+                .iter()
+                .filter_map(|m| space.verified_pid(m.id))
+                .collect();
             space.destroy()?;
             if kill {
-                for m in members.iter().filter(|m| m.alive) {
+                for &pid in &verified {
                     // SAFETY: plain kill(2).
-                    unsafe { libc::kill(m.pid as i32, libc::SIGTERM) };
+                    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                }
+                let unverified = members.iter().filter(|m| m.alive).count() - verified.len();
+                if unverified > 0 {
+                    eprintln!(
+                        "{unverified} live member(s) not signalled: their pid could not be verified"
+                    );
                 }
             }
             println!(

@@ -63,13 +63,16 @@ fn create_run_ls_destroy() {
             "--",
             "sh",
             "-c",
-            "echo id=$SKY_PVAS_ID path=$SKY_PVAS_PATH",
+            "echo id=$SKY_PVAS_ID path=$SKY_PVAS_PATH; \
+             [ -e /proc/$$/fd/$SKY_PVAS_LOCK_FD ] && echo slot-lock-inherited",
         ],
         &reg,
     );
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains("id=3 path=") && text(&o).contains(&name),
+        text(&o).contains("id=3 path=")
+            && text(&o).contains(&name)
+            && text(&o).contains("slot-lock-inherited"),
         "{}",
         text(&o)
     );

@@ -6,7 +6,8 @@
 //! and whether it writes to a persistent queue. [`read_all`] reads them.
 
 use crate::layout::{HeaderFixed, MemberSlot, FIXED_BYTES, HEADER_BYTES, SLOT_ACTIVE};
-use crate::space::{owner_alive, Member};
+use crate::liveness;
+use crate::space::Member;
 use crate::{Error, Result};
 use std::mem::{offset_of, size_of};
 use std::os::unix::fs::FileExt;
@@ -113,7 +114,8 @@ pub fn read_members(path: &Path) -> Result<(HeaderFixed, Vec<Member>)> {
             (owner != 0 && state == SLOT_ACTIVE).then(|| Member {
                 id: id as u32,
                 pid: owner as u32,
-                alive: owner_alive(owner),
+                alive: liveness::slot_locked(std::os::fd::AsRawFd::as_raw_fd(&file), id as u32)
+                    .unwrap_or(false),
                 pm_writer: word(id, offset_of!(MemberSlot, pm_writer), 4) != 0,
             })
         })

@@ -36,6 +36,8 @@ pub const SPACE_DESTROYED: u32 = 2;
 pub const SLOT_FREE: u32 = 0;
 pub const SLOT_ACTIVE: u32 = 1;
 pub const SLOT_LEFT: u32 = 2;
+/// Claimed, shared state being reset: not yet a peer to talk to.
+pub const SLOT_JOINING: u32 = 3;
 
 /// Written once by the creator; readers check it before mapping.
 #[repr(C)]
@@ -71,7 +73,8 @@ pub struct MemberSlot {
     pub state: AtomicU32,
     /// Set while the member writes to a persistent queue: a scheduler hint.
     pub pm_writer: AtomicU32,
-    /// Bumped each time the slot is (re)claimed.
+    /// The membership's epoch: odd while a claim resets the slot's shared
+    /// state, even (and new) once the member is active or has left.
     pub generation: AtomicU32,
 }
 
@@ -96,6 +99,18 @@ pub struct Mailbox {
     /// Written by the sender, read by the receiver, never at once (the
     /// sequence numbers order them): interior mutability in shared memory.
     pub eager: UnsafeCell<[u8; EAGER_CAP]>,
+}
+
+/// Mailbox sequence words carry, above the sequence number, the epoch
+/// (slot generation) of the member they are addressed to: a word written
+/// by a previous incarnation of the peer, or to a previous incarnation of
+/// this member, reads as "nothing yet" instead of a stale count.
+pub const SEQ_BITS: u32 = 48;
+pub const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+
+/// Sequence number `seq` addressed to the member whose epoch is `epoch`.
+pub fn tagged_seq(epoch: u32, seq: u64) -> u64 {
+    ((epoch as u64 & 0xffff) << SEQ_BITS) | seq
 }
 
 pub const KIND_EAGER: u32 = 1;

@@ -11,6 +11,7 @@
 pub mod ffi;
 pub mod hints;
 pub mod layout;
+mod liveness;
 pub mod msg;
 pub mod pattern;
 pub mod persist;

@@ -12,18 +12,30 @@
 //! copies out: two copies, but no handshake, which wins for small sizes.
 
 use crate::layout::*;
+use crate::layout::{tagged_seq as tagged, SEQ_BITS, SEQ_MASK};
 use crate::wait::{wait_until, wake};
 use crate::{Error, Result, Space};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The sequence number after `counter`'s, which a peer may have set to
+/// The sequence number in `word` if it was addressed to `epoch`, else 0.
+fn seq_for(word: &AtomicU64, epoch: u32) -> u64 {
+    let w = word.load(Ordering::Acquire);
+    if w >> SEQ_BITS == epoch as u64 & 0xffff {
+        w & SEQ_MASK
+    } else {
+        0
+    }
+}
+
+/// The sequence number after `now`, which a peer may have set to
 /// anything: at the top of the range it is corrupt, not a wrap.
-fn next_seq(counter: &std::sync::atomic::AtomicU64, peer: u32) -> Result<u64> {
-    let now = counter.load(Ordering::Acquire);
-    now.checked_add(1).ok_or_else(|| Error::PeerCorrupt {
-        id: peer,
-        what: format!("a message sequence number of {now}"),
-    })
+fn next_seq(now: u64, peer: u32) -> Result<u64> {
+    Some(now + 1)
+        .filter(|&n| n <= SEQ_MASK)
+        .ok_or_else(|| Error::PeerCorrupt {
+            id: peer,
+            what: format!("a message sequence number of {now}"),
+        })
 }
 
 impl Space {
@@ -34,14 +46,15 @@ impl Space {
     /// Sends `data` to member `to`; returns once it is in `to`'s memory.
     pub fn send(&self, to: u32, data: &[u8]) -> Result<()> {
         let me = self.my_export().map(|_| self.id())?;
+        let mine = self.generation();
         let peer = self.peer(to)?;
         let mb = self.mailbox(to, me)?;
-        let seq = next_seq(&mb.done_seq, to)?;
+        let seq = next_seq(seq_for(&mb.done_seq, peer.generation), to)?;
         let len = data.len() as u64;
         if data.len() <= self.eager_max() {
             // The bounce buffer is free once the previous message was taken.
             wait_until(self, &mb.wake, Some(peer), None, || {
-                mb.consumed_seq.load(Ordering::Acquire).saturating_add(1) >= seq
+                seq_for(&mb.consumed_seq, mine) + 1 >= seq
             })?;
             // SAFETY: only this sender writes the eager buffer, the receiver
             // is done with it (consumed_seq), and data fits (set_eager_max
@@ -53,30 +66,32 @@ impl Space {
                     data.len(),
                 )
             };
-            return self.complete(mb, seq, len, KIND_EAGER);
+            return self.complete(mb, tagged(peer.generation, seq), len, KIND_EAGER);
         }
         mb.rts_len.store(len, Ordering::Relaxed);
-        mb.rts_seq.store(seq, Ordering::Release);
+        mb.rts_seq
+            .store(tagged(peer.generation, seq), Ordering::Release);
         wake(&mb.wake);
         wait_until(self, &mb.wake, Some(peer), None, || {
-            mb.cts_seq.load(Ordering::Acquire) >= seq
+            seq_for(&mb.cts_seq, mine) >= seq
         })?;
         let addr = mb.cts_addr.load(Ordering::Relaxed);
         let cap = mb.cts_cap.load(Ordering::Relaxed);
+        let done = tagged(peer.generation, seq);
         if cap < len || !self.in_segment(to, addr, len) {
-            self.complete(mb, seq, len, KIND_TOO_SMALL)?;
+            self.complete(mb, done, len, KIND_TOO_SMALL)?;
             return Err(Error::TooLarge { len, cap });
         }
         // SAFETY: [addr, addr+len) is inside the receiver's segment (checked
         // above) and was posted by the receiver for exactly this message.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
-        self.complete(mb, seq, len, KIND_RENDEZVOUS)
+        self.complete(mb, done, len, KIND_RENDEZVOUS)
     }
 
-    fn complete(&self, mb: &Mailbox, seq: u64, len: u64, kind: u32) -> Result<()> {
+    fn complete(&self, mb: &Mailbox, done: u64, len: u64, kind: u32) -> Result<()> {
         mb.done_len.store(len, Ordering::Relaxed);
         mb.done_kind.store(kind, Ordering::Relaxed);
-        mb.done_seq.store(seq, Ordering::Release);
+        mb.done_seq.store(done, Ordering::Release);
         wake(&mb.wake);
         Ok(())
     }
@@ -88,21 +103,33 @@ impl Space {
     pub fn recv(&self, from: u32, buf: &mut [u8]) -> Result<usize> {
         let me = self.my_export().map(|_| self.id())?;
         self.check_id(from)?;
+        let mine = self.generation();
         let mb = self.mailbox(me, from)?;
-        let seq = next_seq(&mb.consumed_seq, from)?;
+        // Our own count (a claim by the sender resets it): its epoch tag
+        // only guards the sender against a stale one of ours.
+        let seq = next_seq(mb.consumed_seq.load(Ordering::Acquire) & SEQ_MASK, from)?;
+        let ready = || seq_for(&mb.done_seq, mine) >= seq;
         let addr = buf.as_mut_ptr() as u64;
         let in_space = self.in_segment(me, addr, buf.len() as u64);
-        mb.cts_addr
-            .store(if in_space { addr } else { 0 }, Ordering::Relaxed);
-        mb.cts_cap.store(
-            if in_space { buf.len() as u64 } else { 0 },
-            Ordering::Relaxed,
-        );
-        mb.cts_seq.store(seq, Ordering::Release);
-        wake(&mb.wake);
-        self.wait_on(from, &mb.wake, || {
-            mb.done_seq.load(Ordering::Acquire) >= seq
-        })?;
+        // The sender's epoch is needed to post: wait for it to join unless
+        // the message is already complete (it may have sent and left).
+        let sender = self.joined_peer(from, &mut { ready })?;
+        let sender_epoch = match sender {
+            Some(p) => p.generation,
+            None => self.slot(from).generation.load(Ordering::Acquire),
+        };
+        if let Some(peer) = sender {
+            mb.cts_addr
+                .store(if in_space { addr } else { 0 }, Ordering::Relaxed);
+            mb.cts_cap.store(
+                if in_space { buf.len() as u64 } else { 0 },
+                Ordering::Relaxed,
+            );
+            mb.cts_seq
+                .store(tagged(peer.generation, seq), Ordering::Release);
+            wake(&mb.wake);
+            wait_until(self, &mb.wake, Some(peer), None, ready)?;
+        }
         let len = mb.done_len.load(Ordering::Relaxed);
         let corrupt = |what: String| Error::PeerCorrupt { id: from, what };
         let result = match mb.done_kind.load(Ordering::Relaxed) {
@@ -145,7 +172,8 @@ impl Space {
             }),
             kind => Err(corrupt(format!("message kind {kind}"))),
         };
-        mb.consumed_seq.store(seq, Ordering::Release);
+        mb.consumed_seq
+            .store(tagged(sender_epoch, seq), Ordering::Release);
         wake(&mb.wake);
         result
     }

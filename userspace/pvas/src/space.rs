@@ -1,6 +1,7 @@
 //! Creating, attaching to and destroying a shared space.
 
 use crate::layout::*;
+use crate::liveness::{self, SlotLock};
 use crate::persist::PersistMode;
 use crate::proc;
 use crate::wait::{self, Peer};
@@ -55,9 +56,16 @@ pub struct Space {
     header: HeaderFixed,
     base: *mut u8,
     id: u32,
+    /// This membership's epoch: the slot generation it claimed.
+    generation: u32,
+    /// The kernel-held proof of membership (see `liveness`).
+    lock: Option<SlotLock>,
+    /// The process that claimed the slot: a forked child's copy of the
+    /// handle is not the member.
+    holder_pid: u32,
     persist: PersistMode,
     eager_max: std::cell::Cell<usize>,
-    _file: File,
+    file: File,
 }
 
 // The mapping is shared memory accessed through atomics; the handle may
@@ -181,19 +189,26 @@ impl Space {
     /// Maps a space and joins it as member `id`. A slot left by a dead
     /// process is reclaimed; one held by a live process is refused.
     pub fn attach(path: &Path, id: u32) -> Result<Space> {
+        Self::attach_with(path, id, None)
+    }
+
+    fn attach_with(path: &Path, id: u32, inherited_lock: Option<i32>) -> Result<Space> {
         let (file, header) = Self::read_header(path)?;
         check_id(id, header.max_members)?;
         let mut space = Self::map(path.to_path_buf(), file, header, 0)?;
         if space.destroyed() {
             return Err(Error::Destroyed);
         }
-        space.claim(id)?;
-        space.id = id;
+        let lock = match inherited_lock {
+            Some(fd) => SlotLock::adopt(fd, &space.file, path, id)?,
+            None => SlotLock::take(&space.file, path, id)?,
+        };
+        space.claim(id, lock)?;
         Ok(space)
     }
 
-    /// Attaches as `SKY_PVAS_ID` to `SKY_PVAS_PATH`, as set by
-    /// `scx_sky pvas run`.
+    /// Attaches as `SKY_PVAS_ID` to `SKY_PVAS_PATH`, holding the slot lock
+    /// passed as `SKY_PVAS_LOCK_FD`, as set by `scx_sky pvas run`.
     pub fn attach_from_env() -> Result<Space> {
         let path = std::env::var_os("SKY_PVAS_PATH").ok_or_else(|| {
             Error::Invalid("SKY_PVAS_PATH is not set (start with scx_sky pvas run)".into())
@@ -202,7 +217,13 @@ impl Space {
             .ok()
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| Error::Invalid("SKY_PVAS_ID is not set to a member ID".into()))?;
-        Self::attach(Path::new(&path), id)
+        let lock = match std::env::var("SKY_PVAS_LOCK_FD") {
+            Err(_) => None,
+            Ok(v) => Some(v.parse().map_err(|_| {
+                Error::Invalid(format!("SKY_PVAS_LOCK_FD={v:?} is not a descriptor number"))
+            })?),
+        };
+        Self::attach_with(Path::new(&path), id, lock)
     }
 
     fn read_header(path: &Path) -> Result<(File, HeaderFixed)> {
@@ -235,9 +256,12 @@ impl Space {
             header,
             base,
             id,
+            generation: 0,
+            lock: None,
+            holder_pid: 0,
             persist,
             eager_max: std::cell::Cell::new(8 * 1024),
-            _file: file,
+            file,
         })
     }
 
@@ -363,34 +387,30 @@ impl Space {
         Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
     }
 
-    fn claim(&self, id: u32) -> Result<()> {
+    /// Becomes member `id`, whose slot lock this process now holds (so no
+    /// live process is member `id`). The slot's generation is this
+    /// membership's epoch: odd while the shared state is being reset, so
+    /// no peer starts talking to a half-reset member, and every waiter on
+    /// the previous member sees the epoch change and fails.
+    fn claim(&mut self, id: u32, lock: SlotLock) -> Result<()> {
         let me = proc::my_pid();
-        let start = proc::start_time(me)
-            .ok_or_else(|| Error::Invalid("cannot read /proc/self/stat".into()))?;
-        let mine = owner_word(me, start);
+        let start = proc::start_time(me).unwrap_or(0);
         let slot = self.slot(id);
-        loop {
-            let cur = slot.owner.load(Ordering::Acquire);
-            if cur == mine {
-                // Claimed for us before exec (scx_sky pvas run).
-                break;
-            }
-            if cur != 0 && owner_alive(cur) {
-                return Err(Error::IdTaken(id));
-            }
-            if slot
-                .owner
-                .compare_exchange(cur, mine, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                break;
-            }
-        }
+        slot.state.store(SLOT_JOINING, Ordering::Release);
+        let mut generation = slot.generation.load(Ordering::Acquire);
+        generation = generation.wrapping_add(1 + (generation & 1));
+        slot.generation.store(generation, Ordering::Release);
         self.reset_member_state(id);
+        slot.owner.store(owner_word(me, start), Ordering::Release);
         slot.pm_writer.store(0, Ordering::Relaxed);
-        slot.generation.fetch_add(1, Ordering::AcqRel);
+        let generation = generation.wrapping_add(1);
+        slot.generation.store(generation, Ordering::Release);
         slot.state.store(SLOT_ACTIVE, Ordering::Release);
         wait::wake(&self.live().wake);
+        self.id = id;
+        self.generation = generation;
+        self.lock = Some(lock);
+        self.holder_pid = me;
         Ok(())
     }
 
@@ -422,24 +442,21 @@ impl Space {
         drop(self);
     }
 
-    fn release(&self) {
-        if self.id == 0 {
+    fn release(&mut self) {
+        // Only the process that holds the slot ends the membership: a
+        // forked child dropping its copy leaves it alone (its copy of the
+        // lock already points at /dev/null, see `liveness`).
+        if self.id == 0 || self.holder_pid != proc::my_pid() {
             return;
         }
         let slot = self.slot(self.id);
-        // Only the process that holds the slot ends the membership: a
-        // forked child dropping its copy, or a slot taken over since
-        // (this process was thought dead), leaves it alone.
-        let me = slot.owner.load(Ordering::Acquire);
-        if me as u32 != proc::my_pid() {
-            return;
-        }
         slot.pm_writer.store(0, Ordering::Relaxed);
         slot.state.store(SLOT_LEFT, Ordering::Release);
-        slot.generation.fetch_add(1, Ordering::AcqRel);
-        let _ = slot
-            .owner
-            .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed);
+        // Even to even: a new epoch, not a join in progress.
+        slot.generation.fetch_add(2, Ordering::AcqRel);
+        slot.owner.store(0, Ordering::Release);
+        // The lock goes last: until now no other process could claim.
+        self.lock = None;
         // Peers waiting on us notice at once.
         wait::wake(&self.live().wake);
         for other in 1..=self.header.max_members {
@@ -490,7 +507,7 @@ impl Space {
                 (owner != 0 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE).then(|| Member {
                     id,
                     pid: owner as u32,
-                    alive: owner_alive(owner),
+                    alive: self.alive(id),
                     pm_writer: slot.pm_writer.load(Ordering::Relaxed) != 0,
                 })
             })
@@ -506,14 +523,29 @@ impl Space {
     }
 
     /// Like `peer`, but gives up waiting (None) as soon as `done()` holds.
-    fn joined_peer(&self, id: u32, done: &mut dyn FnMut() -> bool) -> Result<Option<Peer>> {
+    pub(crate) fn joined_peer(
+        &self,
+        id: u32,
+        done: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Peer>> {
         self.check_id(id)?;
         let slot = self.slot(id);
+        // The epoch is read first: a claim that starts after this read
+        // changes it, and every wait on the snapshot then fails.
+        // A member that died without leaving (slot still active, lock
+        // gone) will not come back as itself: that is PeerGone, at once.
         let joined = || {
-            slot.owner.load(Ordering::Acquire) != 0
-                && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE
+            let generation = slot.generation.load(Ordering::Acquire);
+            if generation & 1 == 1 || slot.state.load(Ordering::Acquire) != SLOT_ACTIVE {
+                return Ok(None);
+            }
+            if !self.alive(id) {
+                return Err(Error::PeerGone(id));
+            }
+            Ok(Some(generation))
         };
-        if !joined() {
+        let mut generation = joined();
+        if !matches!(generation, Ok(Some(_))) {
             let mut finished = false;
             let live = self.live();
             // Short naps: `done` may be made true without touching live.wake.
@@ -523,7 +555,8 @@ impl Space {
                     finished = true;
                     break;
                 }
-                if joined() && owner_alive(slot.owner.load(Ordering::Acquire)) {
+                generation = joined();
+                if !matches!(generation, Ok(None)) {
                     break;
                 }
                 if std::time::Instant::now() >= deadline {
@@ -538,10 +571,7 @@ impl Space {
                 return Ok(None);
             }
         }
-        Ok(Some(Peer {
-            id,
-            generation: slot.generation.load(Ordering::Acquire),
-        }))
+        Ok(generation?.map(|generation| Peer { id, generation }))
     }
 
     /// Waits for `ready` on `word`, which member `id` makes true. If it
@@ -564,9 +594,19 @@ impl Space {
 
     /// Is `p` still the same live membership?
     pub(crate) fn peer_is(&self, p: Peer) -> bool {
-        let slot = self.slot(p.id);
-        slot.generation.load(Ordering::Acquire) == p.generation
-            && owner_alive(slot.owner.load(Ordering::Acquire))
+        self.slot(p.id).generation.load(Ordering::Acquire) == p.generation && self.alive(p.id)
+    }
+
+    /// Does a live process hold member slot `id`? Asked of the kernel (the
+    /// slot lock), not of the pid in the table.
+    pub fn alive(&self, id: u32) -> bool {
+        // F_OFD_GETLK on a valid descriptor and range cannot fail.
+        liveness::slot_locked(self.file.as_raw_fd(), id).unwrap_or(false)
+    }
+
+    /// This membership's epoch (0 for a handle that is not a member).
+    pub fn generation(&self) -> u32 {
+        self.generation
     }
 
     /// Marks this member as a persistent-queue writer (a scheduler hint).
@@ -594,26 +634,34 @@ impl Space {
         self.eager_max.get()
     }
 
-    /// Claims `id` for process `pid` (which must be running) before it
-    /// execs into a member program: `scx_sky pvas run`.
-    pub fn reserve_for(&self, id: u32, pid: u32) -> Result<()> {
+    /// Takes slot `id` for the program this process is about to exec
+    /// (`scx_sky pvas run`): returns the lock descriptor, inheritable, for
+    /// `SKY_PVAS_LOCK_FD`. The slot is held from now on, so nobody can take
+    /// it between this call and the program's `attach_from_env`.
+    pub fn reserve_for_exec(&self, id: u32) -> Result<i32> {
         self.check_id(id)?;
-        let start =
-            proc::start_time(pid).ok_or_else(|| Error::Invalid(format!("no process {pid}")))?;
+        let lock = SlotLock::take(&self.file, &self.path, id)?;
+        // Ours now: peers see a member joining, not the previous one.
         let slot = self.slot(id);
-        let cur = slot.owner.load(Ordering::Acquire);
-        if cur != 0 && owner_alive(cur) {
-            return Err(Error::IdTaken(id));
-        }
-        slot.owner
-            .compare_exchange(
-                cur,
-                owner_word(pid, start),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .map(|_| ())
-            .map_err(|_| Error::IdTaken(id))
+        slot.state.store(SLOT_JOINING, Ordering::Release);
+        let generation = slot.generation.load(Ordering::Acquire);
+        slot.generation.store(
+            generation.wrapping_add(1 + (generation & 1)),
+            Ordering::Release,
+        );
+        Ok(lock.into_inheritable_fd())
+    }
+
+    /// The pid member `id` really runs as, proven from the kernel's side
+    /// (/proc/PID/fdinfo shows the slot lock on this very file), not just
+    /// read from the member table, which every member can write. Needs the
+    /// access to /proc/PID that signalling it needs in practice.
+    pub fn verified_pid(&self, id: u32) -> Option<u32> {
+        use std::os::unix::fs::MetadataExt;
+        self.check_id(id).ok()?;
+        let pid = self.slot(id).owner.load(Ordering::Acquire) as u32;
+        let meta = self.file.metadata().ok()?;
+        (pid != 0 && liveness::holds_slot(pid, meta.dev(), meta.ino(), id)).then_some(pid)
     }
 }
 
@@ -649,11 +697,6 @@ fn check_id(id: u32, max_members: u32) -> Result<()> {
 
 fn owner_word(pid: u32, start: u64) -> u64 {
     (start << 32) | pid as u64
-}
-
-pub(crate) fn owner_alive(owner: u64) -> bool {
-    let pid = owner as u32;
-    pid != 0 && proc::start_time(pid).is_some_and(|s| s & 0xffff_ffff == owner >> 32)
 }
 
 fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -6,7 +6,9 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use sky_pvas::layout::{HeaderFixed, EAGER_CAP, FIXED_BYTES, KIND_EAGER, KIND_RENDEZVOUS};
+use sky_pvas::layout::{
+    tagged_seq, HeaderFixed, EAGER_CAP, FIXED_BYTES, KIND_EAGER, KIND_RENDEZVOUS, SEQ_MASK,
+};
 use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
 use sky_pvas::{CreateOptions, Error, Space};
 use std::os::unix::fs::PermissionsExt;
@@ -211,7 +213,7 @@ fn impossible_mailbox_values_from_a_peer_are_refused_not_trusted() {
     let post = |seq: u64, kind: u32, len: u64| {
         mb.done_len.store(len, Relaxed);
         mb.done_kind.store(kind, Relaxed);
-        mb.done_seq.store(seq, Release);
+        mb.done_seq.store(tagged_seq(me.generation(), seq), Release);
     };
     let refused = |e: Error, part: &str| {
         assert!(matches!(e, Error::PeerCorrupt { id: 2, .. }), "{e}");
@@ -239,10 +241,10 @@ fn impossible_mailbox_values_from_a_peer_are_refused_not_trusted() {
     post(4, 99, 1);
     refused(me.recv(2, &mut outside).unwrap_err(), "message kind 99");
     // A sequence number at the top of the range.
-    mb.consumed_seq.store(u64::MAX, Release);
+    mb.consumed_seq.store(SEQ_MASK, Release);
     refused(
         me.recv(2, &mut outside).unwrap_err(),
-        "sequence number of 18446744073709551615",
+        &format!("sequence number of {SEQ_MASK}"),
     );
     // An honest message after all that is received whole.
     mb.consumed_seq.store(4, Release);

@@ -1,5 +1,6 @@
 //! sky-pvas-peer: one member process for the multi-process tests and the
-//! benchmark. `sky-pvas-peer PATH ID ROLE [ARGS]`; prints `ok ...` lines
+//! benchmark. `sky-pvas-peer PATH ID ROLE [ARGS]` (PATH `-`: attach from
+//! the SKY_PVAS_* environment, as `scx_sky pvas run` sets it); prints `ok ...` lines
 //! and exits 0 on success, prints `error: ...` and exits 1 otherwise.
 
 use sky_pvas::pattern;
@@ -51,7 +52,12 @@ fn run(args: &[String]) -> Result<(), Error> {
             "usage: sky-pvas-peer PATH ID ROLE [ARGS]".into(),
         ));
     }
-    let space = Space::attach(Path::new(&args[0]), num(args, 1, "ID")?)?;
+    // PATH "-": attach as `scx_sky pvas run` set up (SKY_PVAS_* variables).
+    let space = if args[0] == "-" {
+        Space::attach_from_env()?
+    } else {
+        Space::attach(Path::new(&args[0]), num(args, 1, "ID")?)?
+    };
     let rest = &args[3..];
     match args[2].as_str() {
         // Build a linked list in our own segment and publish its head.
@@ -186,6 +192,22 @@ fn run(args: &[String]) -> Result<(), Error> {
                 Err(Error::Destroyed) => say("ok destroyed".into()),
                 other => return Err(Error::Invalid(format!("hold ended with {other:?}"))),
             }
+        }
+        // Hold, with a forked child (no exec) that outlives us: the child
+        // must not keep this membership alive.
+        "hold-forked" => {
+            // SAFETY: the child only sleeps and exits (async-signal-safe).
+            let child = unsafe { libc::fork() };
+            if child == 0 {
+                unsafe {
+                    libc::sleep(60);
+                    libc::_exit(0);
+                }
+            }
+            say(format!("ok holding child={child}"));
+            let mut buf = [0u8; 1];
+            let r = space.recv(space.id(), &mut buf);
+            return Err(Error::Invalid(format!("hold ended with {r:?}")));
         }
         other => return Err(Error::Invalid(format!("unknown role {other:?}"))),
     }

@@ -1,0 +1,212 @@
+//! Liveness the kernel guarantees: a member is alive exactly while it holds
+//! its slot lock — not while some /proc entry with its pid exists.
+
+mod common;
+
+use common::*;
+use sky_pvas::layout::{MemberSlot, HEADER_BYTES};
+use sky_pvas::{Error, Space};
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+
+/// A receive from `id` that must end with PeerGone within two seconds
+/// (the waits re-check liveness every 50 ms).
+fn recv_fails_promptly(me: &Space, id: u32) {
+    let t = Instant::now();
+    let mut buf = [0u8; 8];
+    let r = me.recv(id, &mut buf);
+    assert!(matches!(r, Err(Error::PeerGone(i)) if i == id), "{r:?}");
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
+fn proc_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// Overwrites the pid/start-time label of member `id` in the file, as a
+/// member in another pid namespace (or a buggy one) would leave it.
+fn write_owner_word(path: &std::path::Path, id: u32, word: u64) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    let at = HEADER_BYTES + id as usize * std::mem::size_of::<MemberSlot>();
+    f.write_all_at(&word.to_ne_bytes(), at as u64).unwrap();
+}
+
+/// A member killed but not yet reaped still has /proc/PID/stat with its
+/// start time: it is dead all the same, and a waiting peer is told so.
+#[test]
+fn a_zombie_member_is_dead_to_its_peers() {
+    let s = space("zombie", 2, 2);
+    let me = Space::attach(&s.path, 2).unwrap();
+    let holder = hold(&s.path, 1);
+    let pid = holder.child.id();
+    // SAFETY: plain kill(2); the child is not waited for, so it stays a zombie.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let t = Instant::now();
+    while proc_state(pid) != Some('Z') {
+        assert!(t.elapsed() < Duration::from_secs(5), "no zombie");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    recv_fails_promptly(&me, 1);
+    assert!(!me.alive(1));
+    assert_eq!(proc_state(pid), Some('Z'), "the test reaped its zombie");
+    // Its slot can be taken at once, zombie or not.
+    let _again = hold(&s.path, 1);
+    drop(holder);
+}
+
+/// A live member whose pid means nothing here (another pid namespace
+/// writes its own pid) keeps its slot: nobody can take it over.
+#[test]
+fn a_member_whose_pid_is_not_visible_here_stays_a_member() {
+    let s = space("pidns", 2, 2);
+    let holder = hold(&s.path, 1);
+    // No process has pid 0x3fff_fff0 (pid_max is at most 2^22).
+    write_owner_word(&s.path, 1, (12345u64 << 32) | 0x3fff_fff0);
+    let r = Space::attach(&s.path, 1);
+    assert!(matches!(r, Err(Error::IdTaken(1))), "{:?}", r.err());
+    let observer = Space::open(&s.path).unwrap();
+    assert!(observer.alive(1));
+    assert!(observer.members().iter().any(|m| m.id == 1 && m.alive));
+    // The label is not proof enough to signal anyone.
+    assert_eq!(observer.verified_pid(1), None);
+    drop(holder);
+}
+
+/// A member's child forked without exec inherits its descriptors, the
+/// slot lock among them: the member's death must still be seen.
+#[test]
+fn a_forked_child_does_not_keep_a_dead_member_alive() {
+    let s = space("fork-child", 2, 2);
+    let me = Space::attach(&s.path, 2).unwrap();
+    let mut holder = peer(&s.path, 1, "hold-forked", &[], &[]);
+    let line = holder.line(Duration::from_secs(10)).unwrap_or_default();
+    let child: i32 = line
+        .strip_prefix("ok holding child=")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("member 1 did not start: {line:?}"));
+    assert!(me.alive(1));
+    holder.kill();
+    recv_fails_promptly(&me, 1);
+    // The child is still running: it did not keep the lock.
+    assert_eq!(proc_state(child as u32).map(|c| c != 'Z'), Some(true));
+    // SAFETY: plain kill(2) of the grandchild we were told about.
+    unsafe { libc::kill(child, libc::SIGKILL) };
+}
+
+/// `scx_sky pvas run`'s hand-over: the slot is held from the reservation
+/// on, and the exec'd program attaches with the inherited lock.
+#[test]
+fn a_reserved_slot_is_held_until_the_program_attaches_with_it() {
+    let s = space("reserve", 2, 2);
+    let admin = Space::open(&s.path).unwrap();
+    let fd = admin.reserve_for_exec(1).unwrap();
+    // (From another process: this one maps the space already.)
+    let taken = || {
+        let p = peer(&s.path, 1, "hold", &[], &[]);
+        p.line(Duration::from_secs(10)).unwrap_or_default()
+    };
+    assert_eq!(taken(), "error: member ID 1 is held by a live process");
+    let fd_text = fd.to_string();
+    let path = s.path.to_str().unwrap().to_string();
+    let member = peer(
+        std::path::Path::new("-"),
+        1,
+        "hold",
+        &[],
+        &[
+            ("SKY_PVAS_PATH", &path),
+            ("SKY_PVAS_ID", "1"),
+            ("SKY_PVAS_LOCK_FD", &fd_text),
+        ],
+    );
+    // The child has its copy; ours goes (the launcher exec'd in reality).
+    // SAFETY: closing the descriptor reserve_for_exec gave us.
+    unsafe { libc::close(fd) };
+    assert_eq!(
+        member.line(Duration::from_secs(10)).as_deref(),
+        Some("ok holding")
+    );
+    assert!(admin.alive(1));
+    assert_eq!(admin.verified_pid(1), Some(member.child.id()));
+    assert_eq!(taken(), "error: member ID 1 is held by a live process");
+    drop(member);
+    let t = Instant::now();
+    while admin.alive(1) {
+        assert!(t.elapsed() < Duration::from_secs(5), "slot still held");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _again = hold(&s.path, 1);
+}
+
+/// A wrong or forged SKY_PVAS_LOCK_FD is refused by name.
+#[test]
+fn a_bad_inherited_lock_descriptor_is_refused() {
+    let s = space("bad-lock-fd", 2, 2);
+    let path = s.path.to_str().unwrap().to_string();
+    for (value, says) in [
+        ("12x", "not a descriptor number"),
+        ("999", "no such open descriptor"),
+        ("0", "different file"),
+    ] {
+        let member = peer(
+            std::path::Path::new("-"),
+            1,
+            "hold",
+            &[],
+            &[
+                ("SKY_PVAS_PATH", &path),
+                ("SKY_PVAS_ID", "1"),
+                ("SKY_PVAS_LOCK_FD", value),
+            ],
+        );
+        let line = member.line(Duration::from_secs(10)).unwrap_or_default();
+        assert!(
+            line.starts_with("error:") && line.contains(says),
+            "{value}: {line}"
+        );
+    }
+}
+
+/// A sender that has not noticed this member restarted leaves a completed
+/// message addressed to the previous incarnation: the new one does not
+/// take it for its first message, and messaging with the real sender
+/// starts from the first sequence number.
+#[test]
+fn a_restarted_member_never_meets_its_previous_incarnations_messages() {
+    use sky_pvas::layout::{tagged_seq, KIND_EAGER};
+    use std::sync::atomic::Ordering::{Relaxed, Release};
+    let s = space("restart-epoch", 2, 4);
+    let before = Space::attach(&s.path, 1).unwrap();
+    let old_epoch = before.generation();
+    drop(before);
+    let me = Space::attach(&s.path, 1).unwrap();
+    assert_ne!(
+        me.generation(),
+        old_epoch,
+        "a restart must start a new epoch"
+    );
+    // The stale sender's write, after our claim reset the mailbox.
+    let mb = &me.export(1).unwrap().mailboxes[2];
+    // SAFETY: writing the eager buffer as a sender would; nobody reads it yet.
+    unsafe { std::ptr::copy_nonoverlapping(b"stale".as_ptr(), mb.eager.get().cast::<u8>(), 5) };
+    mb.done_len.store(5, Relaxed);
+    mb.done_kind.store(KIND_EAGER, Relaxed);
+    mb.done_seq.store(tagged_seq(old_epoch, 7), Release);
+    let sender = peer(&s.path, 2, "send", &strs(&[1, 3, 4]), &[]);
+    let mut buf = [0u8; 16];
+    for (k, size) in [3usize, 4].into_iter().enumerate() {
+        let n = me.recv(2, &mut buf).unwrap();
+        assert_eq!(n, size, "message {k} is not the sender's");
+        assert_eq!(sky_pvas::pattern::first_mismatch(k as u64, &buf[..n]), None);
+    }
+    assert_eq!(sender.finish(), ["ok sent=2"]);
+}
