@@ -1,18 +1,28 @@
 //! Gang and PM-writer hints for the scheduler daemon.
 //!
-//! The documented place: every space registers itself as a symlink
-//! `/dev/shm/scx_sky-spaces/<name>` -> its backing file (which may live on
-//! any filesystem). The backing file's member table lists each member's pid
-//! and whether it writes to a persistent queue. [`read_all`] reads them.
+//! The documented place: each user has a registry directory
+//! `/dev/shm/scx_sky-spaces-<uid>` (mode 0700) in which every space that
+//! user creates registers itself as a symlink to its backing file (which
+//! may live on any filesystem), named after the file's full path. The
+//! backing file's member table lists each member's pid and whether it
+//! writes to a persistent queue. [`read_all`] (run by the root scheduler
+//! daemon) reads every user's registry, trusting nothing a user could not
+//! have made or that could hang it.
 
+use crate::files::{self, Trust};
 use crate::layout::{HeaderFixed, MemberSlot, FIXED_BYTES, HEADER_BYTES, SLOT_ACTIVE};
 use crate::liveness;
-use crate::space::Member;
+use crate::space::{Member, FILE_PREFIX};
 use crate::{Error, Result};
+use std::ffi::{CString, OsStr, OsString};
+use std::fmt::Write as _;
 use std::mem::{offset_of, size_of};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+/// Users' registry directories are this followed by `-<uid>`.
 pub const REGISTRY_DIR: &str = "/dev/shm/scx_sky-spaces";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,74 +35,229 @@ pub struct SpaceHints {
     pub pm_writers: Vec<u32>,
 }
 
-fn registry() -> PathBuf {
+/// The registry base: users' directories are `<base>-<uid>` beside it.
+fn registry_base() -> PathBuf {
     std::env::var_os("SKY_PVAS_REGISTRY").map_or_else(|| PathBuf::from(REGISTRY_DIR), PathBuf::from)
+}
+
+fn user_registry(base: &Path, uid: u32) -> PathBuf {
+    let mut s = base.as_os_str().to_os_string();
+    s.push(format!("-{uid}"));
+    PathBuf::from(s)
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// The name of `path`'s registry entry: its full path with every byte but
+/// ASCII letters, digits, '-', '_' and '.' written `%XX` (so two paths never
+/// share a name, and the name reads back to the path). Beyond NAME_MAX, a
+/// 128-bit FNV-1a hash of the path after '#' (which the first form never
+/// starts with); unregister checks the link's target before removing it.
+fn entry_name(path: &Path) -> OsString {
+    let bytes = path.as_os_str().as_bytes();
+    let mut name = String::with_capacity(bytes.len() * 3);
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
+            name.push(b as char);
+        } else {
+            let _ = write!(name, "%{b:02X}");
+        }
+    }
+    if name.len() > 255 {
+        let hash = bytes
+            .iter()
+            .fold(0x6c62_272e_07bb_0142_62b8_2175_6295_c58du128, |h, &b| {
+                (h ^ b as u128).wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b)
+            });
+        name = format!("#{hash:032x}");
+    }
+    name.into()
+}
+
+/// `path` with its directory resolved (symlinks, `..`, relative): the key
+/// of its registry entry. Works after the file itself is gone.
+fn canonical(path: &Path) -> Option<PathBuf> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
+}
+
+fn c(name: &OsStr) -> Option<CString> {
+    CString::new(name.as_bytes()).ok()
+}
+
+/// This user's registry directory, created (0700) if missing; refused if
+/// anyone else could have put entries in it.
+fn my_registry(create: bool) -> Result<OwnedFd> {
+    let base = registry_base();
+    let dir = user_registry(&base, euid());
+    let mut created = false;
+    if create {
+        if let Some(parent) = base.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let path = c(dir.as_os_str()).ok_or_else(|| Error::Invalid("NUL in path".into()))?;
+        // SAFETY: path is NUL-terminated.
+        created = unsafe { libc::mkdir(path.as_ptr(), 0o700) } == 0;
+    }
+    let fd = files::open_registry_dir(&dir, euid())?;
+    if created {
+        // The umask may have taken bits we need (never added any).
+        // SAFETY: fchmod on our own fd.
+        unsafe { libc::fchmod(fd.as_raw_fd(), 0o700) };
+    }
+    Ok(fd)
+}
+
+/// The target of symlink `name` in directory `dir`.
+fn read_link_at(dir: &OwnedFd, name: &OsStr) -> Option<PathBuf> {
+    let name = c(name)?;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: readlinkat writes at most buf.len() bytes into buf.
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 || n as usize >= buf.len() {
+        return None;
+    }
+    buf.truncate(n as usize);
+    Some(PathBuf::from(OsString::from_vec(buf)))
+}
+
+fn unlink_at(dir: &OwnedFd, name: &CString) {
+    // SAFETY: name is NUL-terminated.
+    unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) };
 }
 
 /// Best effort: a space works without its registry entry; it is only
 /// invisible to the scheduler and `scx_sky pvas ls`.
-pub(crate) fn register(name: &str, path: &Path) {
-    let dir = registry();
-    let _ = std::fs::create_dir_all(&dir);
-    let link = dir.join(name);
-    let _ = std::fs::remove_file(&link);
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let _ = std::os::unix::fs::symlink(target, link);
+pub(crate) fn register(path: &Path) {
+    let (Ok(dir), Some(target)) = (my_registry(true), canonical(path)) else {
+        return;
+    };
+    let (Some(name), Some(to)) = (c(&entry_name(&target)), c(target.as_os_str())) else {
+        return;
+    };
+    // A stale entry of a space that was never destroyed is replaced.
+    unlink_at(&dir, &name);
+    // SAFETY: both are NUL-terminated.
+    unsafe { libc::symlinkat(to.as_ptr(), dir.as_raw_fd(), name.as_ptr()) };
 }
 
-pub(crate) fn unregister(name: &str) {
-    if !name.is_empty() {
-        let _ = std::fs::remove_file(registry().join(name));
+/// Removes this space's entry, and no other space's.
+pub(crate) fn unregister(path: &Path) {
+    let (Ok(dir), Some(target)) = (my_registry(false), canonical(path)) else {
+        return;
+    };
+    let key = entry_name(&target);
+    if read_link_at(&dir, &key).as_deref() == Some(&target) {
+        if let Some(name) = c(&key) {
+            unlink_at(&dir, &name);
+        }
     }
 }
 
 /// Every registered space that can still be opened, with its live members.
+///
+/// Reads `<base>-<uid>` for every uid, but only a directory that uid owns
+/// and nobody else can write to, and in it only symlinks named for their
+/// target whose target is a regular file of that uid (or root) that gives
+/// other users nothing. Nothing is opened in a way that could block.
 pub fn read_all() -> Vec<SpaceHints> {
-    let Ok(entries) = std::fs::read_dir(registry()) else {
+    let base = registry_base();
+    let (Some(parent), Some(stem)) = (base.parent(), base.file_name()) else {
         return Vec::new();
     };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut prefix = stem.as_bytes().to_vec();
+    prefix.push(b'-');
     let mut out: Vec<SpaceHints> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let path = std::fs::read_link(e.path()).ok()?;
-            let (_, members) = read_members(&path).ok()?;
+            let name = e.file_name();
+            let digits = std::str::from_utf8(name.as_bytes().strip_prefix(&prefix[..])?).ok()?;
+            let uid: u32 = digits.parse().ok()?;
+            // One spelling per uid ("+5" or "05" would list 5's twice).
+            (uid.to_string() == digits).then(|| (uid, e.path()))
+        })
+        .flat_map(|(uid, dir)| read_user_registry(uid, &dir))
+        .collect();
+    out.sort_by(|a, b| (&a.name, &a.path).cmp(&(&b.name, &b.path)));
+    out
+}
+
+fn read_user_registry(uid: u32, dir: &Path) -> Vec<SpaceHints> {
+    let Ok(fd) = files::open_registry_dir(dir, uid) else {
+        return Vec::new();
+    };
+    // Listed through the descriptor checked, not the path (which its user
+    // could swap meanwhile).
+    let Ok(entries) = std::fs::read_dir(files::fd_path(fd.as_raw_fd())) else {
+        return Vec::new();
+    };
+    let trust = Trust::user(uid);
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            // Not a symlink (a FIFO, say): readlinkat fails, nothing opened.
+            let path = read_link_at(&fd, &e.file_name())?;
+            if !path.is_absolute() || entry_name(&path) != e.file_name() {
+                return None;
+            }
+            let (_, members) = read_members_as(&path, Some(&trust)).ok()?;
             let members: Vec<_> = members.into_iter().filter(|m| m.alive).collect();
+            let file_name = path.file_name()?.to_string_lossy();
+            let name = file_name.strip_prefix(FILE_PREFIX).unwrap_or(&file_name);
             Some(SpaceHints {
-                name,
-                path,
+                name: name.to_string(),
                 pids: members.iter().map(|m| m.pid).collect(),
                 pm_writers: members
                     .iter()
                     .filter(|m| m.pm_writer)
                     .map(|m| m.pid)
                     .collect(),
+                path,
             })
         })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+        .collect()
 }
 
 /// Reads a space's header and member table with plain reads, without
 /// mapping it (the scheduler daemon must not map members' address ranges).
-/// Only a regular file is read, opened without blocking: a FIFO or device
-/// squatting a registry entry must not hang the scheduler daemon.
+/// Only a regular file is read (not through a final symlink), opened
+/// without blocking: a FIFO or device squatting a registry entry must not
+/// hang the scheduler daemon. Anyone's file is read: this only shows.
 pub fn read_members(path: &Path) -> Result<(HeaderFixed, Vec<Member>)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::io(path.display(), e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
-    if !meta.is_file() {
-        return Err(Error::io(
-            path.display(),
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
-        ));
-    }
-    let len = meta.len();
+    read_members_as(path, None)
+}
+
+/// `read_members`, and if `trust` is given, only of a file it trusts.
+fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, Vec<Member>)> {
+    let file = match trust {
+        Some(t) => files::open_space_file(path, false, t)?,
+        None => files::open_regular(path, false)?.0,
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path.display(), e))?
+        .len();
     let mut head = [0u8; FIXED_BYTES];
     file.read_exact_at(&mut head, 0)
         .map_err(|e| Error::io(path.display(), e))?;
@@ -126,6 +291,38 @@ pub fn read_members(path: &Path) -> Result<(HeaderFixed, Vec<Member>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Entry names tell every two paths apart and fit in a directory entry.
+    #[test]
+    fn entry_names_are_distinct_and_fit() {
+        let name = |p: &str| entry_name(Path::new(p)).into_string().unwrap();
+        assert_eq!(
+            name("/dev/shm/scx_sky-pvas-a.b"),
+            "%2Fdev%2Fshm%2Fscx_sky-pvas-a.b"
+        );
+        // '%' is escaped too: no path's name is another's.
+        assert_eq!(name("/a/b"), "%2Fa%2Fb");
+        assert_eq!(name("/a%2Fb"), "%2Fa%252Fb");
+        assert_eq!(name("/a b\n"), "%2Fa%20b%0A");
+        let long = |c: char| format!("/{}", c.to_string().repeat(300));
+        let (x, y) = (name(&long('x')), name(&long('y')));
+        assert!(x.starts_with('#') && x.len() == 33, "{x}");
+        assert_ne!(x, y);
+        let longest_escaped = format!("/{}", "x".repeat(252));
+        assert_eq!(name(&longest_escaped).len(), 255);
+        assert!(name(&format!("/{}", "x".repeat(253))).starts_with('#'));
+    }
+
+    #[test]
+    fn the_key_of_a_removed_file_is_still_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        let real = std::fs::canonicalize(dir.path()).unwrap().join("f");
+        assert_eq!(canonical(&file), Some(real.clone()));
+        let via = dir.path().join("sub/../f");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        assert_eq!(canonical(&via), Some(real));
+    }
 
     #[test]
     fn a_fifo_or_directory_in_place_of_a_space_is_refused_at_once() {

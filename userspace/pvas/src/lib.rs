@@ -9,6 +9,7 @@
 //! the scheduler's gang and PM-writer hints ([`hints`]).
 
 pub mod ffi;
+mod files;
 pub mod hints;
 pub mod layout;
 mod liveness;
@@ -31,6 +32,10 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A file or directory that other users could have planted or can
+    /// tamper with, or that is not the kind of file it should be.
+    #[error("{path}: {why}")]
+    Untrusted { path: String, why: String },
     #[error("not a scx_sky shared space (bad magic)")]
     BadMagic,
     #[error("space layout version {found}, this build reads version {supported}")]
@@ -77,6 +82,7 @@ impl Error {
     pub fn errno(&self) -> i32 {
         match self {
             Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            Error::Untrusted { .. } => libc::EPERM,
             Error::BadMagic
             | Error::BadVersion { .. }
             | Error::BadHeader(_)

@@ -5,10 +5,10 @@ use crate::liveness::{self, SlotLock};
 use crate::persist::PersistMode;
 use crate::proc;
 use crate::wait::{self, Peer};
-use crate::{hints, Error, Result};
-use std::fs::{File, OpenOptions};
+use crate::{files, hints, Error, Result};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -33,7 +33,9 @@ pub struct CreateOptions {
     pub segment_size: u64,
     /// Fixed base address; by default one is derived from the name.
     pub base: Option<u64>,
-    /// Mode 0660 instead of 0600: members of the file's group may attach.
+    /// Mode 0660 instead of 0600: members of the file's group may attach
+    /// (where only the group can write to `dir`, or if root owns the file:
+    /// see docs/pvas.md).
     pub group_access: bool,
 }
 
@@ -123,34 +125,21 @@ impl Space {
         check_segment_size(opts.segment_size, opts.max_members).map_err(Error::Invalid)?;
         let total = opts.segment_size * (opts.max_members as u64 + 1);
         let path = path_for(&opts.dir, name);
-        let tmp = opts
-            .dir
-            .join(format!(".{FILE_PREFIX}{name}.{}", proc::my_pid()));
         let mode = if opts.group_access { 0o660 } else { 0o600 };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)
-            .map_err(|e| Error::io(tmp.display(), e))?;
-        let cleanup = |e: Error| {
-            let _ = std::fs::remove_file(&tmp);
-            e
-        };
-        // Exactly the mode asked for, whatever the umask.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(|e| cleanup(Error::io(tmp.display(), e)))?;
+        // Unnamed until published (or under a random name nobody could
+        // have planted anything at), and gone if dropped on an error.
+        let tmp = files::TempFile::create(&opts.dir, &format!(".{FILE_PREFIX}{name}."), mode)
+            .map_err(|e| Error::io(opts.dir.display(), e))?;
+        let file = tmp.file();
         // Reserve every byte now: a full tmpfs fails here, not as a SIGBUS
         // in some member later.
         // SAFETY: fallocate on a file we own.
         if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, total as libc::off_t) } != 0 {
             let e = std::io::Error::last_os_error();
-            return Err(cleanup(Error::io(
+            return Err(Error::io(
                 format!("reserving {total} bytes for {}", path.display()),
                 e,
-            )));
+            ));
         }
         let base = match opts.base {
             Some(b) => b,
@@ -167,16 +156,16 @@ impl Space {
             now_unix_ns(),
         );
         // Validate what we are about to write exactly as attach will.
-        HeaderFixed::parse(&header.to_bytes(), total)
-            .map_err(|e| cleanup(Error::Invalid(e.to_string())))?;
+        HeaderFixed::parse(&header.to_bytes(), total).map_err(|e| Error::Invalid(e.to_string()))?;
         file.write_all_at(&header.to_bytes(), 0)
             .and_then(|_| file.write_all_at(&SPACE_ACTIVE.to_le_bytes(), FIXED_BYTES as u64))
             .and_then(|_| file.sync_all())
-            .map_err(|e| cleanup(Error::io(tmp.display(), e)))?;
+            .map_err(|e| Error::io(path.display(), e))?;
         // Publish under the final name; fails if the name exists.
-        std::fs::hard_link(&tmp, &path).map_err(|e| cleanup(Error::io(path.display(), e)))?;
-        let _ = std::fs::remove_file(&tmp);
-        hints::register(name, &path);
+        let file = tmp
+            .publish(&path)
+            .map_err(|e| Error::io(path.display(), e))?;
+        hints::register(&path);
         Self::map(path, file, header, 0)
     }
 
@@ -226,12 +215,11 @@ impl Space {
         Self::attach_with(Path::new(&path), id, lock)
     }
 
+    /// Opens and parses a space's file, refusing one that is not a regular
+    /// file, or that someone else could have planted or can read or write
+    /// (see `files::space_file_refusal`).
     fn read_header(path: &Path) -> Result<(File, HeaderFixed)> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(path.display(), e))?;
+        let file = files::open_space_file(path, true, &files::Trust::me())?;
         let len = file
             .metadata()
             .map_err(|e| Error::io(path.display(), e))?
@@ -486,15 +474,8 @@ impl Space {
                 wait::wake(&q.wake);
             }
         }
-        let name = self
-            .path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix(FILE_PREFIX))
-            .unwrap_or("")
-            .to_string();
         std::fs::remove_file(&self.path).map_err(|e| Error::io(self.path.display(), e))?;
-        hints::unregister(&name);
+        hints::unregister(&self.path);
         Ok(())
     }
 

@@ -13,11 +13,18 @@ use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
 use sky_pvas::{CreateOptions, Error, Space};
 use std::os::unix::fs::PermissionsExt;
 
+/// Writes a file as a space's creator would: mode 0600, whatever the
+/// umask (a file others can read is refused before its contents are).
+fn write_private(path: &std::path::Path, data: &[u8]) {
+    std::fs::write(path, data).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 fn patched(path: &std::path::Path, offset: usize, bytes: &[u8]) -> std::path::PathBuf {
     let mut data = std::fs::read(path).unwrap();
     data[offset..offset + bytes.len()].copy_from_slice(bytes);
     let out = path.with_extension("patched");
-    std::fs::write(&out, data).unwrap();
+    write_private(&out, &data);
     out
 }
 
@@ -27,11 +34,11 @@ fn foreign_truncated_and_corrupt_files_are_refused_by_name() {
     let dir = s.dir.path();
 
     let foreign = dir.join("foreign");
-    std::fs::write(&foreign, vec![0x5a; 8192]).unwrap();
+    write_private(&foreign, &[0x5a; 8192]);
     assert!(matches!(Space::attach(&foreign, 1), Err(Error::BadMagic)));
 
     let empty = dir.join("empty");
-    std::fs::write(&empty, b"").unwrap();
+    write_private(&empty, b"");
     assert!(matches!(
         Space::attach(&empty, 1),
         Err(Error::Truncated { .. })
@@ -39,7 +46,7 @@ fn foreign_truncated_and_corrupt_files_are_refused_by_name() {
 
     let short = dir.join("short");
     let data = std::fs::read(&s.path).unwrap();
-    std::fs::write(&short, &data[..data.len() / 2]).unwrap();
+    write_private(&short, &data[..data.len() / 2]);
     let e = Space::attach(&short, 1).err().unwrap();
     assert!(matches!(e, Error::Truncated { .. }), "{e}");
     assert!(e.to_string().contains("truncated"), "{e}");
@@ -254,6 +261,179 @@ fn impossible_mailbox_values_from_a_peer_are_refused_not_trusted() {
     let mut small = [0u8; 16];
     assert_eq!(me.recv(2, &mut small).unwrap(), 5);
     assert_eq!(&small[..5], b"hello");
+}
+
+/// The message an open of `path` is refused with (each call maps and
+/// unmaps, so one process can open several copies of one space).
+fn refusal(path: &std::path::Path) -> String {
+    match Space::open(path) {
+        Ok(_) => panic!("{} was opened", path.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A copy of `s`'s file at `dir/name` with `mode`.
+fn copy_with_mode(
+    s: &TestSpace,
+    dir: &std::path::Path,
+    name: &str,
+    mode: u32,
+) -> std::path::PathBuf {
+    let copy = dir.join(name);
+    std::fs::copy(&s.path, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(mode)).unwrap();
+    copy
+}
+
+fn chown(path: &std::path::Path, uid: u32, gid: u32) {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
+}
+
+fn assert_root(why: &str) {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(uid, 0, "this test runs as root (to {why}); it is uid {uid}");
+}
+
+/// A space file other users can read or write (planted with mode 0666 by
+/// a squatter, say) is refused: attaching would hand them every message.
+#[test]
+fn files_others_can_read_or_write_are_refused() {
+    let s = space("open-mode", 2, 2);
+    let dir = s.dir.path();
+    for mode in [0o666, 0o644, 0o604, 0o602] {
+        let copy = copy_with_mode(&s, dir, &format!("mode-{mode:o}"), mode);
+        let e = refusal(&copy);
+        assert!(e.contains(&copy.display().to_string()), "{e}");
+        assert!(
+            e.contains(&format!(
+                "mode {mode:04o} lets other users read or write it"
+            )),
+            "{e}"
+        );
+        let e = Space::attach(&copy, 1).err().expect("attached");
+        assert_eq!(e.errno(), libc::EPERM, "{e}");
+    }
+    let e = refusal(&copy_with_mode(&s, dir, "mode-601", 0o601));
+    assert!(e.contains("mode 0601 gives other users access"), "{e}");
+    // The modes create makes are accepted.
+    for mode in [0o600, 0o660] {
+        Space::open(&copy_with_mode(&s, dir, &format!("ok-{mode:o}"), mode)).unwrap();
+    }
+}
+
+/// Only a regular file is a space, and a symlink is not followed: it could
+/// lead anywhere, to a file the caller never meant to share.
+#[test]
+fn symlinks_fifos_directories_and_devices_are_refused_at_once() {
+    let s = space("open-kind", 2, 2);
+    let dir = s.dir.path();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&s.path, &link).unwrap();
+    let e = refusal(&link);
+    assert!(
+        e.ends_with(&format!("{}: is a symlink", link.display())),
+        "{e}"
+    );
+
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let subdir = dir.join("subdir");
+    std::fs::create_dir(&subdir).unwrap();
+    let cases = [
+        (fifo, "is a FIFO, not a regular file"),
+        (subdir, "is a directory, not a regular file"),
+        (
+            "/dev/null".into(),
+            "is a character device, not a regular file",
+        ),
+    ];
+    for (path, why) in cases {
+        // Opening a FIFO for reading blocks until a writer comes: the
+        // check must not open it like that.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || tx.send(refusal(&p)));
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("opening {} hangs", path.display()));
+        assert!(e.contains(&format!("{}: {why}", path.display())), "{e}");
+    }
+}
+
+/// A file owned by another user is refused (it may have been planted
+/// under the space's name); a group-shared one is accepted from a
+/// directory only members of the group can write to.
+#[test]
+fn files_owned_by_other_users_are_refused_unless_shared_with_a_group() {
+    assert_root("create files owned by another uid");
+    let s = space("open-owner", 2, 2);
+    let dir = s.dir.path();
+    let theirs = copy_with_mode(&s, dir, "theirs", 0o600);
+    chown(&theirs, 1234, 1234);
+    let e = refusal(&theirs);
+    assert!(
+        e.ends_with(&format!(
+            "{}: owned by uid 1234, not you (uid 0) or root",
+            theirs.display()
+        )),
+        "{e}"
+    );
+    // Group-shared with a group of ours (root's group 0), in a directory
+    // others cannot write to: accepted.
+    let shared = copy_with_mode(&s, dir, "shared", 0o660);
+    chown(&shared, 1234, 0);
+    Space::open(&shared).unwrap();
+    // The same in a directory anyone can write to (where anyone could have
+    // planted it): refused.
+    let open_dir = dir.join("open");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let planted = copy_with_mode(&s, &open_dir, "planted", 0o660);
+    chown(&planted, 1234, 0);
+    let e = refusal(&planted);
+    assert!(e.contains("owned by uid 1234"), "{e}");
+    assert!(e.contains("any user can write to"), "{e}");
+}
+
+/// The temporary file of a create has no name anyone can predict: a
+/// squatter at the name a create would once have used neither stops it
+/// nor has a file written through its symlink.
+#[test]
+fn a_squatted_temporary_name_neither_stops_nor_redirects_a_create() {
+    let s = space("tmp-squat", 2, 2);
+    let dir = s.dir.path();
+    let name = format!("squatted-{}", std::process::id());
+    let decoy = dir.join("decoy");
+    let old_tmp = dir.join(format!(".scx_sky-pvas-{name}.{}", std::process::id()));
+    std::os::unix::fs::symlink(&decoy, &old_tmp).unwrap();
+    let opts = CreateOptions {
+        dir: dir.to_path_buf(),
+        max_members: 2,
+        segment_size: 2 << 20,
+        ..Default::default()
+    };
+    let created = Space::create(&name, &opts).unwrap();
+    assert!(
+        !decoy.exists(),
+        "create wrote through the squatter's symlink"
+    );
+    assert_eq!(std::fs::read_link(&old_tmp).unwrap(), decoy);
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut want = vec![
+        old_tmp.file_name().unwrap().to_str().unwrap().to_string(),
+        s.path.file_name().unwrap().to_str().unwrap().to_string(),
+        format!("scx_sky-pvas-{name}"),
+    ];
+    want.sort();
+    assert_eq!(names, want, "create left a temporary file behind");
+    created.destroy().unwrap();
 }
 
 proptest! {
