@@ -329,18 +329,33 @@ fn test() -> Result<()> {
     setup()?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))
         .context("code is not formatted: run cargo fmt")?;
-    run(cargo().args([
-        "clippy",
-        "--release",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    for features in [&[][..], &["--features", "sky-pvas/fault-injection"]] {
+        run(cargo()
+            .args(["clippy", "--release", "--workspace", "--all-targets"])
+            .args(features)
+            .args(["--", "-D", "warnings"]))?;
+    }
     build()?;
     // Unit tests (everything outside the kernel) in parallel...
     run(cargo().args(["test", "--release", "--workspace"]))?;
+    // ...the shared-space tests that need the test-only fault injection
+    // (simulated power loss, kill points inside the queue)...
+    run(cargo().args([
+        "test",
+        "--release",
+        "-p",
+        "sky-pvas",
+        "--features",
+        "fault-injection",
+        "--test",
+        "power_loss",
+        "--test",
+        "crash",
+        "--",
+        "power_loss",
+        "leaving_out",
+        "kills_between",
+    ]))?;
     // ...then the VM tests one at a time: the machine has 2 cores.
     run(cargo().args([
         "test",

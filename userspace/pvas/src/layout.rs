@@ -3,8 +3,14 @@
 //! ```text
 //! base + 0 x seg      segment 0: control — Header, then the member table
 //! base + i x seg      segment i (member ID i, 1..=max_members):
-//!                       ExportArea (fixed size, found from the ID alone)
-//!                       then the member's own heap (bump allocated)
+//!                       ExportArea (fixed size, found from the ID alone;
+//!                         reset when a process claims the ID)
+//!                       QueueDir (durable: survives restarts and power
+//!                         loss; describes the persistent queues it owns)
+//!                       the member's heap, bump allocated upwards, reset
+//!                         with the membership ...
+//!                       ... persistent queue areas, allocated downwards
+//!                         from the segment's end, kept across restarts
 //! ```
 //! Every shared field is an atomic or plain bytes: the file is mapped by
 //! processes that trust each other's code but not each other's timing.
@@ -14,7 +20,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 pub const MAGIC: [u8; 8] = *b"SKYPVAS\0";
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Largest member ID; IDs run 1..=max_members.
 pub const MAX_MEMBERS: u32 = 64;
 /// Bytes of a mailbox's eager (bounce) buffer: the largest eager message.
@@ -118,13 +124,15 @@ pub const KIND_RENDEZVOUS: u32 = 2;
 /// The receiver's posted buffer was too small; nothing was copied.
 pub const KIND_TOO_SMALL: u32 = 3;
 
-/// The counters of one persistent queue, as seen by one side.
+/// One side's volatile view of a persistent queue, in its export area
+/// (reset with the membership; rebuilt from the durable state by open).
 #[repr(C, align(64))]
 pub struct QueueCounters {
-    /// lctr: messages this side has enqueued (sender) or dequeued (receiver).
+    /// The queue epoch `local` belongs to; 0: not open in this membership.
+    pub epoch: AtomicU64,
+    /// Sender: messages enqueued and published (written by the sender only).
     pub local: AtomicU64,
-    /// rctr: the peer's lctr as last written by the peer.
-    pub remote: AtomicU64,
+    /// Futex word: bumped when the other side may proceed.
     pub wake: AtomicU32,
 }
 
@@ -149,6 +157,39 @@ pub struct ExportArea {
 
 pub const EXPORT_MAGIC: u64 = u64::from_le_bytes(*b"SKYEXPRT");
 pub const EXPORT_BYTES: u64 = round_up(std::mem::size_of::<ExportArea>() as u64, 4096);
+
+/// Where a persistent queue lives, in its owner's segment: one cache line,
+/// written whole and then made durable, its checksum telling a complete
+/// descriptor from a torn or foreign one. Indexed by (role, queue slot), so
+/// a member that owns a Push queue and a Pull queue on the same slot keeps
+/// two descriptors.
+#[repr(C, align(64))]
+pub struct QueueDesc {
+    /// Bumped each time the owner creates the queue anew: entries and
+    /// counters of an earlier epoch never count in this one.
+    pub epoch: AtomicU64,
+    /// Offset of the queue area from the segment start.
+    pub offset: AtomicU64,
+    pub entry_size: AtomicU32,
+    pub entry_count: AtomicU32,
+    pub sender: AtomicU32,
+    pub receiver: AtomicU32,
+    pub mode: AtomicU32,
+    pub checksum: AtomicU32,
+}
+
+/// Queue slots per member and role (sender for Pull, receiver for Push).
+pub const QUEUE_DESCS: usize = 2 * QUEUES_PER_MEMBER;
+
+/// The durable page after the export area.
+#[repr(C)]
+pub struct QueueDir {
+    pub descs: [QueueDesc; QUEUE_DESCS],
+}
+
+pub const DIR_BYTES: u64 = round_up(std::mem::size_of::<QueueDir>() as u64, 4096);
+/// Offset of the first heap byte in a segment.
+pub const HEAP_START: u64 = EXPORT_BYTES + DIR_BYTES;
 
 pub const fn round_up(v: u64, to: u64) -> u64 {
     v.div_ceil(to) * to
@@ -280,7 +321,7 @@ pub fn check_segment_size(segment_size: u64, max_members: u32) -> Result<(), Str
             "segment size {segment_size} must be a multiple of {SEGMENT_ALIGN} between {MIN_SEGMENT} and {MAX_SEGMENT}"
         ));
     }
-    if segment_size < EXPORT_BYTES + 4096 || segment_size < control_bytes(max_members) {
+    if segment_size < HEAP_START + 4096 || segment_size < control_bytes(max_members) {
         return Err(format!(
             "segment size {segment_size} is too small for the export area"
         ));

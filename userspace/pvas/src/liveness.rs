@@ -58,6 +58,7 @@ pub(crate) fn slot_locked(probe: RawFd, id: u32) -> std::io::Result<bool> {
 #[derive(Debug)]
 pub(crate) struct SlotLock {
     file: File,
+    id: u32,
     registered: usize,
 }
 
@@ -121,7 +122,11 @@ impl SlotLock {
             });
         }
         let registered = register_for_fork(file.as_raw_fd());
-        Ok(SlotLock { file, registered })
+        Ok(SlotLock {
+            file,
+            id,
+            registered,
+        })
     }
 
     /// Hands the lock to the program this process is about to exec: the
@@ -141,6 +146,13 @@ impl Drop for SlotLock {
     fn drop(&mut self) {
         // Before the descriptor number can be reused by anyone else.
         unregister_for_fork(self.registered);
+        // Unlock explicitly rather than by closing: a child being spawned
+        // by another thread right now shares the open file description
+        // until it execs, and would keep the slot locked that long. (In a
+        // forked child this descriptor is /dev/null: nothing happens.)
+        let fl = flock(libc::F_UNLCK, self.id);
+        // SAFETY: fcntl on our descriptor with a valid flock.
+        unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
     }
 }
 

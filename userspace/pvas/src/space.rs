@@ -231,13 +231,21 @@ impl Space {
     }
 
     fn map(path: PathBuf, file: File, header: HeaderFixed, id: u32) -> Result<Space> {
+        #[allow(unused_mut)]
         let (base, mut persist) = map_fixed(&file, &path, header.base, header.total_size)?;
-        // Testing and debugging knob: exercise a persistence path anywhere.
-        match std::env::var("SKY_PVAS_PERSIST").as_deref() {
-            Ok("volatile") => persist = PersistMode::Volatile,
-            Ok("msync") => persist = PersistMode::Msync,
-            Ok("flush") => persist = PersistMode::FlushFence,
-            _ => {}
+        // Tests exercise every persistence path on tmpfs, and simulate
+        // power loss; none of it is in a normal build.
+        #[cfg(feature = "fault-injection")]
+        {
+            match std::env::var("SKY_PVAS_PERSIST").as_deref() {
+                Ok("volatile") => persist = PersistMode::Volatile,
+                Ok("msync") => persist = PersistMode::Msync,
+                Ok("flush") => persist = PersistMode::Flush(crate::persist::best_flush()),
+                _ => {}
+            }
+            if crate::persist::sim::attach(base) {
+                persist = PersistMode::Simulated;
+            }
         }
         Ok(Space {
             path,
@@ -327,14 +335,14 @@ impl Space {
         let Ok(seg) = self.segment(id) else {
             return false;
         };
-        let start = seg as u64 + EXPORT_BYTES;
+        let start = seg as u64 + HEAP_START;
         let end = seg as u64 + self.header.segment_size;
         addr >= start && addr.checked_add(len).is_some_and(|e| e <= end)
     }
 
-    /// Allocates `len` bytes aligned to `align` in this member's own
-    /// segment; the memory is zeroed at attach and never freed (it goes
-    /// with the membership).
+    /// Allocates `len` zeroed bytes aligned to `align` in this member's
+    /// own segment, below its persistent queue areas; never freed (the
+    /// heap goes with the membership).
     pub fn alloc(&self, len: usize, align: usize) -> Result<*mut u8> {
         let area = self.my_export()?;
         if !align.is_power_of_two() {
@@ -342,7 +350,7 @@ impl Space {
                 "alignment {align} is not a power of two"
             )));
         }
-        let size = self.header.segment_size;
+        let size = crate::pmq::durable_floor(self, self.id)?;
         let mut top = area.heap_top.load(Ordering::Relaxed);
         loop {
             let start = round_up(top, align as u64);
@@ -359,8 +367,15 @@ impl Space {
                 .heap_top
                 .compare_exchange(top, end, Ordering::AcqRel, Ordering::Relaxed)
             {
-                // SAFETY: [start, end) is inside our segment.
-                Ok(_) => return Ok(unsafe { self.segment(self.id)?.add(start as usize) }),
+                Ok(_) => {
+                    // SAFETY: [start, end) is inside our segment, ours alone
+                    // (a previous member's bytes may still be there).
+                    unsafe {
+                        let p = self.segment(self.id)?.add(start as usize);
+                        std::ptr::write_bytes(p, 0, len);
+                        return Ok(p);
+                    }
+                }
                 Err(now) => top = now,
             }
         }
@@ -411,7 +426,7 @@ impl Space {
         unsafe { std::ptr::write_bytes(seg, 0, EXPORT_BYTES as usize) };
         let area = self.export(id).expect("checked id");
         area.owner_pid.store(proc::my_pid(), Ordering::Relaxed);
-        area.heap_top.store(EXPORT_BYTES, Ordering::Relaxed);
+        area.heap_top.store(HEAP_START, Ordering::Relaxed);
         area.magic.store(EXPORT_MAGIC, Ordering::Release);
         for other in 1..=self.header.max_members {
             if other == id {
@@ -739,7 +754,11 @@ fn map_fixed(file: &File, path: &Path, base: u64, len: u64) -> Result<(*mut u8, 
         (attempt(libc::MAP_SHARED), PersistMode::Volatile)
     } else {
         match attempt(libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
-            p if p != libc::MAP_FAILED => (p, PersistMode::FlushFence),
+            p if p != libc::MAP_FAILED => {
+                use std::os::unix::fs::MetadataExt;
+                let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
+                (p, PersistMode::for_dax(dev))
+            }
             _ => (attempt(libc::MAP_SHARED), PersistMode::Msync),
         }
     };

@@ -184,6 +184,12 @@ fn run(args: &[String]) -> Result<(), Error> {
                 say(format!("ok dequeued={count}"));
             }
         }
+        // The power-loss test's two sides: `durable-send|durable-recv MODE N
+        // PHASE`, sender 1, receiver 2, slot 0, 4 entries of 256 bytes.
+        // PHASE "first": the owner creates the queue; "resume": both open
+        // it after the simulated power loss and finish the N messages.
+        // Every step that matters is printed as it happens.
+        "durable-send" | "durable-recv" => durable_side(&space, &args[2], rest)?,
         // Attach and wait to be killed or for the space to go.
         "hold" => {
             say("ok holding".into());
@@ -211,5 +217,73 @@ fn run(args: &[String]) -> Result<(), Error> {
         }
         other => return Err(Error::Invalid(format!("unknown role {other:?}"))),
     }
+    Ok(())
+}
+
+/// Payload length of message `seq` in the power-loss runs.
+fn durable_len(seq: u64) -> usize {
+    1 + (seq as usize * 37) % 255
+}
+
+fn durable_side(space: &Space, role: &str, rest: &[String]) -> Result<(), Error> {
+    let spec = QueueSpec {
+        mode: mode(rest.first())?,
+        sender: 1,
+        receiver: 2,
+        slot: 0,
+        entry_size: 256,
+        entry_count: 4,
+    };
+    let total: u64 = num(rest, 1, "messages")?;
+    let resume = rest.get(2).map(String::as_str) == Some("resume");
+    let q = if !resume && spec.owner() == space.id() {
+        let q = PmQueue::create(space, spec)?;
+        say("created".into());
+        q
+    } else {
+        match PmQueue::open(space, spec) {
+            Ok(q) => q,
+            // After a power loss during create there may be no queue.
+            Err(Error::Invalid(e)) if resume && e.contains("to resume") => {
+                say("no-queue".into());
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let p = q.position()?;
+    say(format!(
+        "position enqueued={} consumed={}",
+        p.enqueued, p.consumed
+    ));
+    let mut buf = vec![0u8; 256];
+    if role == "durable-send" {
+        for seq in p.enqueued + 1..=total {
+            pattern::fill(seq, &mut buf[..durable_len(seq)]);
+            let got = q.enqueue(&buf[..durable_len(seq)])?;
+            if got != seq {
+                return Err(Error::Invalid(format!(
+                    "message {seq} got sequence number {got}"
+                )));
+            }
+            say(format!("sent {seq}"));
+        }
+        q.flush()?;
+    } else {
+        for _ in p.consumed..total {
+            q.dequeue_with(|seq, payload| {
+                // The application's effect (this line) happens before the
+                // message is consumed for good.
+                if payload.len() != durable_len(seq)
+                    || pattern::first_mismatch(seq, payload).is_some()
+                {
+                    return Err(Error::Invalid(format!("message {seq} is torn")));
+                }
+                say(format!("got {seq}"));
+                Ok(())
+            })?;
+        }
+    }
+    say("ok done".into());
     Ok(())
 }
