@@ -338,8 +338,9 @@ fn test() -> Result<()> {
     build()?;
     // Unit tests (everything outside the kernel) in parallel...
     run(cargo().args(["test", "--release", "--workspace"]))?;
-    // ...the shared-space tests that need the test-only fault injection
-    // (simulated power loss, kill points inside the queue)...
+    // ...the shared-space tests again with the test-only fault injection
+    // (simulated power loss, kill points, a hostile peer's raw writes and
+    // the fuzzer, bounded by PROPTEST_CASES)...
     run(cargo().args([
         "test",
         "--release",
@@ -347,14 +348,6 @@ fn test() -> Result<()> {
         "sky-pvas",
         "--features",
         "fault-injection",
-        "--test",
-        "power_loss",
-        "--test",
-        "crash",
-        "--",
-        "power_loss",
-        "leaving_out",
-        "kills_between",
     ]))?;
     // ...then the VM tests one at a time: the machine has 2 cores.
     run(cargo().args([

@@ -38,8 +38,7 @@ pub const HEADER_BYTES: usize = 4096;
 pub const SPACE_ACTIVE: u32 = 1;
 pub const SPACE_DESTROYED: u32 = 2;
 
-/// Member slot states.
-pub const SLOT_FREE: u32 = 0;
+/// Member slot states (0: never claimed).
 pub const SLOT_ACTIVE: u32 = 1;
 pub const SLOT_LEFT: u32 = 2;
 /// Claimed, shared state being reset: not yet a peer to talk to.
@@ -61,6 +60,11 @@ pub struct HeaderFixed {
 }
 
 pub const FIXED_BYTES: usize = std::mem::size_of::<HeaderFixed>();
+
+impl HeaderFixed {
+    /// Bytes of the fixed header at the start of a space file.
+    pub const BYTES: usize = FIXED_BYTES;
+}
 
 /// The live part of the header, after the fixed part.
 #[repr(C)]

@@ -11,7 +11,12 @@
 pub mod ffi;
 mod files;
 pub mod hints;
+// The shared-memory layout is the crate's business; tests that play a
+// hostile peer reach it through the test-only feature.
+#[cfg(feature = "fault-injection")]
 pub mod layout;
+#[cfg(not(feature = "fault-injection"))]
+mod layout;
 mod liveness;
 pub mod msg;
 pub mod pattern;
@@ -21,7 +26,27 @@ mod proc;
 pub mod space;
 mod wait;
 
+pub use layout::{HeaderFixed, EAGER_CAP, EXPORT_WORDS, MAX_MEMBERS};
 pub use space::{CreateOptions, Space};
+
+/// Raw access to the shared structures, for tests that act as a corrupt or
+/// hostile peer (feature `fault-injection` only).
+#[cfg(feature = "fault-injection")]
+pub mod testing {
+    use crate::layout::{ExportArea, MemberSlot};
+    use crate::{Result, Space};
+
+    /// Member `id`'s export area, as any member (or a hostile one) sees it.
+    pub fn export(space: &Space, id: u32) -> Result<&ExportArea> {
+        space.export(id)
+    }
+
+    /// Member `id`'s slot in the member table.
+    pub fn slot(space: &Space, id: u32) -> Result<&MemberSlot> {
+        space.check_id(id)?;
+        Ok(space.slot(id))
+    }
+}
 
 /// Everything that can go wrong, each naming what was wrong.
 #[derive(Debug, thiserror::Error)]

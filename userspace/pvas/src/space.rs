@@ -67,6 +67,8 @@ pub struct Space {
     holder_pid: u32,
     persist: PersistMode,
     eager_max: std::cell::Cell<usize>,
+    /// Longest a blocking call waits (None: until its peer acts or goes).
+    timeout: std::cell::Cell<Option<std::time::Duration>>,
     file: File,
 }
 
@@ -257,6 +259,7 @@ impl Space {
             holder_pid: 0,
             persist,
             eager_max: std::cell::Cell::new(8 * 1024),
+            timeout: std::cell::Cell::new(None),
             file,
         })
     }
@@ -316,8 +319,18 @@ impl Space {
         check_id(id, self.header.max_members)
     }
 
+    /// Export word `index` (0..EXPORT_WORDS) of member `id`: words members
+    /// publish for each other (buffer addresses, list heads...). Any member
+    /// may write any word: a value read here is a claim, not a fact.
+    pub fn export_word(&self, id: u32, index: usize) -> Result<&std::sync::atomic::AtomicU64> {
+        self.export(id)?
+            .words
+            .get(index)
+            .ok_or_else(|| Error::Invalid(format!("export word {index} outside 0..{EXPORT_WORDS}")))
+    }
+
     /// Member `id`'s export area, found from the ID alone.
-    pub fn export(&self, id: u32) -> Result<&ExportArea> {
+    pub(crate) fn export(&self, id: u32) -> Result<&ExportArea> {
         // SAFETY: every segment starts with an ExportArea (zero is a valid
         // value for all its atomics and bytes).
         Ok(unsafe { &*(self.segment(id)? as *const ExportArea) })
@@ -353,16 +366,18 @@ impl Space {
         let size = crate::pmq::durable_floor(self, self.id)?;
         let mut top = area.heap_top.load(Ordering::Relaxed);
         loop {
-            let start = round_up(top, align as u64);
-            let end =
-                start
-                    .checked_add(len as u64)
-                    .filter(|&e| e <= size)
-                    .ok_or(Error::OutOfSpace {
-                        id: self.id,
-                        wanted: len as u64,
-                        left: size.saturating_sub(top),
-                    })?;
+            // heap_top is in shared memory: any value must be survivable.
+            let end = top
+                .checked_next_multiple_of(align as u64)
+                .and_then(|start| Some((start, start.checked_add(len as u64)?)))
+                .filter(|&(start, e)| start >= HEAP_START && e <= size);
+            let Some((start, end)) = end else {
+                return Err(Error::OutOfSpace {
+                    id: self.id,
+                    wanted: len as u64,
+                    left: size.saturating_sub(top),
+                });
+            };
             match area
                 .heap_top
                 .compare_exchange(top, end, Ordering::AcqRel, Ordering::Relaxed)
@@ -545,7 +560,8 @@ impl Space {
             let mut finished = false;
             let live = self.live();
             // Short naps: `done` may be made true without touching live.wake.
-            let deadline = std::time::Instant::now() + JOIN_WAIT;
+            let limit = self.timeout().map_or(JOIN_WAIT, |t| t.min(JOIN_WAIT));
+            let deadline = std::time::Instant::now() + limit;
             loop {
                 if done() {
                     finished = true;
@@ -628,6 +644,17 @@ impl Space {
 
     pub fn eager_max(&self) -> usize {
         self.eager_max.get()
+    }
+
+    /// Bounds every blocking call (send, recv, enqueue, dequeue, flush,
+    /// open): past `limit` it fails with `TimedOut`, leaving the call
+    /// undone. None (the default) waits as long as the peer is alive.
+    pub fn set_timeout(&self, limit: Option<std::time::Duration>) {
+        self.timeout.set(limit);
+    }
+
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout.get()
     }
 
     /// Takes slot `id` for the program this process is about to exec

@@ -78,7 +78,7 @@ pub(crate) fn wait_until(
         }
         std::hint::spin_loop();
     }
-    let deadline = timeout.map(|t| Instant::now() + t);
+    let deadline = timeout.or(space.timeout()).map(|t| Instant::now() + t);
     loop {
         // Announce the sleeper, then look again: a change made before the
         // announcement is seen now, one made after it wakes us.

@@ -100,3 +100,38 @@ fn hints_list_members_and_pm_writers() {
     }
     sender.finish();
 }
+
+/// A blocking call on a live peer that never acts returns TimedOut once
+/// the space's time limit passes, and the space stays usable.
+#[test]
+fn blocking_calls_honour_the_time_limit() {
+    let s = space("timeout", 2, 2);
+    let me = Space::attach(&s.path, 1).unwrap();
+    let _silent = hold(&s.path, 2);
+    me.set_timeout(Some(Duration::from_millis(100)));
+    let t = Instant::now();
+    let mut buf = [0u8; 8];
+    assert!(matches!(me.recv(2, &mut buf), Err(Error::TimedOut)));
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(100) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    // Waiting for a queue its owner never creates is bounded the same way.
+    let t = Instant::now();
+    me.set_timeout(Some(Duration::from_millis(50)));
+    let spec = QueueSpec {
+        mode: Mode::Push,
+        sender: 2,
+        receiver: 1,
+        slot: 0,
+        entry_size: 8,
+        entry_count: 2,
+    };
+    let pull = QueueSpec {
+        mode: Mode::Pull,
+        ..spec
+    };
+    assert!(matches!(PmQueue::open(&me, pull), Err(Error::TimedOut)));
+    assert!(t.elapsed() < Duration::from_secs(2));
+}

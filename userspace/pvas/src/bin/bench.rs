@@ -5,8 +5,8 @@
 //! A benchmark, not a test: it prints tables, latency ratios against the
 //! pipe measured in the same run. The peer is this binary re-executed.
 
-use sky_pvas::layout::EAGER_CAP;
 use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
+use sky_pvas::EAGER_CAP;
 use sky_pvas::{CreateOptions, Space};
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -71,7 +71,9 @@ fn run(args: &[String]) -> Result<(), Error> {
                 unsafe { node.write(Node { value: v, next }) };
                 next = node;
             }
-            space.export(space.id())?.words[0].store(next as u64, Ordering::Release);
+            space
+                .export_word(space.id(), 0)?
+                .store(next as u64, Ordering::Release);
             say(format!("ok head={:#x}", next as u64));
             // Stay a member until the walker is done.
             let mut buf = [0u8; 1];
@@ -80,7 +82,7 @@ fn run(args: &[String]) -> Result<(), Error> {
         // Follow the owner's pointers directly: valid here too.
         "walk-list" => {
             let owner: u32 = num(rest, 0, "owner")?;
-            let word = &space.export(owner)?.words[0];
+            let word = space.export_word(owner, 0)?;
             let t = std::time::Instant::now();
             while word.load(Ordering::Acquire) == 0 {
                 if t.elapsed().as_secs() > 10 {

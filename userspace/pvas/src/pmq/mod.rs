@@ -477,11 +477,15 @@ impl<'a> PmQueue<'a> {
         let consumed = self.consumed();
         let available = || self.enqueued_durably().unwrap_or(0) > consumed;
         self.space.wait_on(self.spec.sender, &t.wake, available)?;
-        let (seq, payload) = self
-            .read_entry(consumed)
-            .ok_or(Error::Corrupt(consumed + 1))?;
-        if seq != consumed + 1 {
-            return Err(Error::Corrupt(consumed + 1));
+        // The consumed count may have been written by a peer (Pull keeps the
+        // area in the sender's segment): no arithmetic on it may overflow.
+        let next = consumed.checked_add(1).ok_or_else(|| Error::PeerCorrupt {
+            id: self.spec.owner(),
+            what: format!("a consumed count of {consumed}"),
+        })?;
+        let (seq, payload) = self.read_entry(consumed).ok_or(Error::Corrupt(next))?;
+        if seq != next {
+            return Err(Error::Corrupt(next));
         }
         let value = take(seq, payload)?;
         let h = self.header();
