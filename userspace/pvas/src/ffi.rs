@@ -82,7 +82,8 @@ unsafe fn space<'a>(s: *const Space) -> Result<&'a Space, Error> {
         .ok_or_else(|| Error::Invalid("space handle is NULL".into()))
 }
 
-pub struct SkyQueue {
+/// What C sees as `sky_pvas_queue` (opaque).
+pub struct QueueHandle {
     queue: PmQueue<'static>,
 }
 
@@ -91,8 +92,9 @@ pub extern "C" fn sky_pvas_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
-/// Creates a space named `name` in `dir` (NULL: /dev/shm); writes its path
-/// to `path_out` (`path_cap` bytes) if not NULL.
+/// Creates a space named `name` in `dir` (NULL: /dev/shm) and returns a
+/// handle on it that is not a member (sky_pvas_path_of gives its path;
+/// sky_pvas_destroy_space or sky_pvas_detach ends it).
 #[no_mangle]
 pub unsafe extern "C" fn sky_pvas_create(
     name: *const c_char,
@@ -100,10 +102,8 @@ pub unsafe extern "C" fn sky_pvas_create(
     max_members: u32,
     segment_size: u64,
     group_access: c_int,
-    path_out: *mut c_char,
-    path_cap: usize,
-) -> c_int {
-    guard(|| {
+) -> *mut Space {
+    guard_ptr(|| {
         let name = str_arg(name, "name")?;
         let mut opts = CreateOptions {
             max_members,
@@ -114,19 +114,29 @@ pub unsafe extern "C" fn sky_pvas_create(
         if !dir.is_null() {
             opts.dir = PathBuf::from(str_arg(dir, "dir")?);
         }
-        let space = Space::create(name, &opts)?;
-        if !path_out.is_null() {
-            let p = space.path().to_string_lossy();
-            if p.len() + 1 > path_cap {
-                return Err(Error::Invalid(format!(
-                    "path buffer of {path_cap} bytes is too small"
-                )));
-            }
-            std::ptr::copy_nonoverlapping(p.as_ptr(), path_out as *mut u8, p.len());
-            *path_out.add(p.len()) = 0;
-        }
-        Ok(0)
+        Ok(Box::into_raw(Box::new(Space::create(name, &opts)?)))
+    })
+}
+
+/// Writes the path of `s`'s backing file, NUL-terminated, to `out`.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_path_of(s: *const Space, out: *mut c_char, cap: usize) -> c_int {
+    guard(|| {
+        let p = space(s)?.path().to_string_lossy().into_owned();
+        write_c_string(&p, out, cap)
     }) as c_int
+}
+
+unsafe fn write_c_string(text: &str, out: *mut c_char, cap: usize) -> Result<i64, Error> {
+    if out.is_null() || text.len() + 1 > cap {
+        return Err(Error::Invalid(format!(
+            "the buffer for {text:?} is NULL or smaller than {} bytes",
+            text.len() + 1
+        )));
+    }
+    std::ptr::copy_nonoverlapping(text.as_ptr(), out as *mut u8, text.len());
+    *out.add(text.len()) = 0;
+    Ok(0)
 }
 
 #[no_mangle]
@@ -143,13 +153,7 @@ pub unsafe extern "C" fn sky_pvas_path(
             str_arg(dir, "dir")?
         };
         let p = path_for(Path::new(dir), str_arg(name, "name")?);
-        let p = p.to_string_lossy();
-        if out.is_null() || p.len() + 1 > cap {
-            return Err(Error::Invalid("path buffer is NULL or too small".into()));
-        }
-        std::ptr::copy_nonoverlapping(p.as_ptr(), out as *mut u8, p.len());
-        *out.add(p.len()) = 0;
-        Ok(0)
+        write_c_string(&p.to_string_lossy(), out, cap)
     }) as c_int
 }
 
@@ -176,11 +180,47 @@ pub unsafe extern "C" fn sky_pvas_detach(s: *mut Space) {
     }
 }
 
+/// Joins as member `id` through the mapping of `s` this process has — in a
+/// child forked by a member, the inherited one (the seed's pvas_fork).
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_attach_inherited(s: *const Space, id: u32) -> *mut Space {
+    guard_ptr(|| Ok(Box::into_raw(Box::new(space(s)?.attach_inherited(id)?))))
+}
+
+/// Destroys the space `s` belongs to (member or not) and frees `s`.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_destroy_space(s: *mut Space) -> c_int {
+    if s.is_null() {
+        return guard(|| Err(Error::Invalid("space handle is NULL".into()))) as c_int;
+    }
+    let owned = Box::from_raw(s);
+    guard(move || owned.destroy().map(|()| 0)) as c_int
+}
+
+/// Bounds every blocking call on `s` to `ms` milliseconds (0: no bound).
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_set_timeout(s: *const Space, ms: u64) -> c_int {
+    guard(|| {
+        let limit = (ms != 0).then(|| std::time::Duration::from_millis(ms));
+        space(s)?.set_timeout(limit);
+        Ok(0)
+    }) as c_int
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sky_pvas_destroy(path: *const c_char) -> c_int {
     guard(|| {
         Space::open(Path::new(str_arg(path, "path")?))?.destroy()?;
         Ok(0)
+    }) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_alive(s: *const Space, id: u32) -> c_int {
+    guard(|| {
+        let sp = space(s)?;
+        sp.segment(id)?;
+        Ok(sp.alive(id) as i64)
     }) as c_int
 }
 
@@ -278,7 +318,7 @@ pub unsafe extern "C" fn sky_pvas_queue_open(
     slot: u32,
     entry_size: u32,
     entry_count: u32,
-) -> *mut SkyQueue {
+) -> *mut QueueHandle {
     guard_ptr(|| {
         // The C caller promises to close queues before detaching the space.
         let sp: &'static Space = &*(space(s)? as *const Space);
@@ -288,37 +328,61 @@ pub unsafe extern "C" fn sky_pvas_queue_open(
         } else {
             PmQueue::open(sp, spec)?
         };
-        Ok(Box::into_raw(Box::new(SkyQueue { queue })))
+        Ok(Box::into_raw(Box::new(QueueHandle { queue })))
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sky_pvas_queue_close(q: *mut SkyQueue) {
+pub unsafe extern "C" fn sky_pvas_queue_close(q: *mut QueueHandle) {
     if !q.is_null() {
         drop(Box::from_raw(q));
     }
 }
 
-unsafe fn queue<'a>(q: *const SkyQueue) -> Result<&'a PmQueue<'static>, Error> {
+unsafe fn queue<'a>(q: *const QueueHandle) -> Result<&'a PmQueue<'static>, Error> {
     q.as_ref()
         .map(|q| &q.queue)
         .ok_or_else(|| Error::Invalid("queue handle is NULL".into()))
 }
 
+/// Returns the message's sequence number (from 1) once it is durable.
 #[no_mangle]
 pub unsafe extern "C" fn sky_pvas_enqueue(
-    q: *const SkyQueue,
+    q: *const QueueHandle,
     buf: *const c_void,
     len: usize,
-) -> c_int {
+) -> i64 {
     guard(|| {
         let data = bytes_in(buf, len)?;
-        queue(q)?.enqueue(data).map(|_| 0)
+        Ok(queue(q)?.enqueue(data)? as i64)
+    })
+}
+
+/// Where the queue stands (see PmQueue::position): messages durably in it
+/// and consumed, from the first.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_queue_position(
+    q: *const QueueHandle,
+    enqueued: *mut u64,
+    consumed: *mut u64,
+) -> c_int {
+    guard(|| {
+        if enqueued.is_null() || consumed.is_null() {
+            return Err(Error::Invalid("position outputs must not be NULL".into()));
+        }
+        let p = queue(q)?.position()?;
+        *enqueued = p.enqueued;
+        *consumed = p.consumed;
+        Ok(0)
     }) as c_int
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sky_pvas_dequeue(q: *const SkyQueue, buf: *mut c_void, cap: usize) -> i64 {
+pub unsafe extern "C" fn sky_pvas_dequeue(
+    q: *const QueueHandle,
+    buf: *mut c_void,
+    cap: usize,
+) -> i64 {
     guard(|| {
         let out = bytes_out(buf, cap)?;
         Ok(queue(q)?.dequeue(out)? as i64)
@@ -326,6 +390,6 @@ pub unsafe extern "C" fn sky_pvas_dequeue(q: *const SkyQueue, buf: *mut c_void, 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sky_pvas_flush(q: *const SkyQueue) -> c_int {
+pub unsafe extern "C" fn sky_pvas_flush(q: *const QueueHandle) -> c_int {
     guard(|| queue(q)?.flush().map(|_| 0)) as c_int
 }

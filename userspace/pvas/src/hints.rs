@@ -12,7 +12,8 @@
 use crate::files::{self, Trust};
 use crate::layout::{HeaderFixed, MemberSlot, FIXED_BYTES, HEADER_BYTES, SLOT_ACTIVE};
 use crate::liveness;
-use crate::space::{Member, FILE_PREFIX};
+use crate::membership::Member;
+use crate::space::FILE_PREFIX;
 use crate::{Error, Result};
 use std::ffi::{CString, OsStr, OsString};
 use std::fmt::Write as _;

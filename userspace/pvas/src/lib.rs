@@ -18,6 +18,7 @@ pub mod layout;
 #[cfg(not(feature = "fault-injection"))]
 mod layout;
 mod liveness;
+mod membership;
 pub mod msg;
 pub mod pattern;
 pub mod persist;
@@ -27,6 +28,7 @@ pub mod space;
 mod wait;
 
 pub use layout::{HeaderFixed, EAGER_CAP, EXPORT_WORDS, MAX_MEMBERS};
+pub use membership::Member;
 pub use space::{CreateOptions, Space};
 
 /// Raw access to the shared structures, for tests that act as a corrupt or

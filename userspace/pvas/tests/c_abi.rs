@@ -37,13 +37,14 @@ fn build_c_peer(out_dir: &std::path::Path) -> PathBuf {
 
 #[test]
 fn a_c_member_exchanges_messages_and_drains_a_queue() {
-    let s = space("c-abi", 3, 4);
+    let s = space("c-abi", 4, 4);
     let exe = build_c_peer(s.dir.path());
     let sizes = strs(&[1, 100, 8192, 8193, 300_000, 1 << 20]);
     let c = Command::new(&exe)
         .args(&sizes)
         .env("SKY_PVAS_PATH", &s.path)
         .env("SKY_PVAS_ID", "2")
+        .env("SKY_PVAS_SCRATCH_DIR", s.dir.path())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -75,7 +76,7 @@ fn a_c_member_exchanges_messages_and_drains_a_queue() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "C member failed: {text}");
     assert!(
-        text.contains("c messages ok") && text.ends_with("c ok\n"),
+        text.contains("c messages ok") && text.contains("c fork ok") && text.ends_with("c ok\n"),
         "{text}"
     );
 }

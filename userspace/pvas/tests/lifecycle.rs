@@ -135,3 +135,36 @@ fn blocking_calls_honour_the_time_limit() {
     assert!(matches!(PmQueue::open(&me, pull), Err(Error::TimedOut)));
     assert!(t.elapsed() < Duration::from_secs(2));
 }
+
+/// A member, not only an administrator, may destroy the space: its peers
+/// are told and the file goes.
+#[test]
+fn a_member_may_destroy_the_space() {
+    let s = space("member-destroy", 2, 2);
+    let me = Space::attach(&s.path, 1).unwrap();
+    let holder = hold(&s.path, 2);
+    me.destroy().unwrap();
+    assert_eq!(holder.finish(), ["ok destroyed"]);
+    assert!(!s.path.exists());
+}
+
+/// A handle moves to another thread and works there (Space is Send; that
+/// it is not Sync is a compile-fail doc test on Space).
+#[test]
+fn a_handle_moves_between_threads() {
+    fn movable<T: Send>(t: T) -> T {
+        t
+    }
+    let s = space("threads", 2, 2);
+    let me = movable(Space::attach(&s.path, 1).unwrap());
+    let receiver = peer(&s.path, 2, "recv", &strs(&[1, 5]), &[]);
+    std::thread::spawn(move || {
+        let mut msg = [0u8; 5];
+        sky_pvas::pattern::fill(0, &mut msg);
+        me.send(2, &msg).unwrap();
+        me
+    })
+    .join()
+    .unwrap();
+    assert_eq!(receiver.finish(), ["ok received=1"]);
+}

@@ -147,3 +147,20 @@ fn a_bad_inherited_lock_descriptor_is_refused() {
         );
     }
 }
+
+/// The seed's pvas_fork: a member's forked child joins under its own ID
+/// through the mapping it inherited (same addresses, no exec), talks, and
+/// leaves; the parent stays a member throughout.
+#[test]
+fn a_forked_child_joins_under_its_own_id_without_exec() {
+    let s = space("pvas-fork", 3, 2);
+    let me = Space::attach(&s.path, 3).unwrap();
+    let parent = peer(&s.path, 1, "fork-member", &strs(&[3]), &[]);
+    let mut buf = [0u8; 16];
+    let n = me.recv(2, &mut buf).unwrap();
+    assert_eq!(&buf[..n], b"child");
+    let n = me.recv(1, &mut buf).unwrap();
+    assert_eq!(&buf[..n], b"parent");
+    assert_eq!(parent.finish(), ["ok forked"]);
+    assert!(!me.alive(2), "the child's membership outlived it");
+}

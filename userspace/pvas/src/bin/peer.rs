@@ -201,6 +201,45 @@ fn run(args: &[String]) -> Result<(), Error> {
                 other => return Err(Error::Invalid(format!("hold ended with {other:?}"))),
             }
         }
+        // pvas_fork: fork; the child joins as ID+1 through the inherited
+        // mapping and sends "child" to TO; the parent sends "parent" to TO
+        // and checks it is still a member after the child has left.
+        "fork-member" => {
+            let to: u32 = num(rest, 0, "peer")?;
+            // SAFETY: this process is single-threaded: the child may do
+            // anything the parent could.
+            let child = unsafe { libc::fork() };
+            if child == 0 {
+                let code = match space
+                    .attach_inherited(space.id() + 1)
+                    .and_then(|mine| mine.send(to, b"child"))
+                {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        say(format!("error: child: {e}"));
+                        1
+                    }
+                };
+                // SAFETY: leave without running the parent's exit path.
+                unsafe { libc::_exit(code) };
+            }
+            let mut status = 0;
+            // SAFETY: waits for the child forked above.
+            unsafe { libc::waitpid(child, &mut status, 0) };
+            if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                return Err(Error::Invalid("the forked member failed".into()));
+            }
+            let me = space.id();
+            let listed = space.members().iter().any(|m| m.id == me && m.alive);
+            let child_gone = !space.alive(me + 1);
+            if !listed || !child_gone {
+                return Err(Error::Invalid(format!(
+                    "after the child: parent listed {listed}, child gone {child_gone}"
+                )));
+            }
+            space.send(to, b"parent")?;
+            say("ok forked".into());
+        }
         // Hold, with a forked child (no exec) that outlives us: the child
         // must not keep this membership alive.
         "hold-forked" => {

@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A shared-space member written in C against sky_pvas.h: receives
- * messages from member 1, sends them back to member 3, then drains a push
- * queue from member 1. Attaches from SKY_PVAS_PATH / SKY_PVAS_ID.
+ * A shared-space member written in C against sky_pvas.h: creates and
+ * destroys a scratch space, receives messages from member 1, sends them
+ * back to member 3, drains a push queue from member 1, then forks a child
+ * that joins as member 4 through the inherited mapping and sends to us.
+ * Attaches from SKY_PVAS_PATH / SKY_PVAS_ID.
  */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "sky_pvas.h"
 
 static unsigned char pattern(uint64_t k, size_t i)
@@ -20,6 +26,58 @@ static int fail(const char *what)
 	return 1;
 }
 
+/* create returns a handle; a too-small path buffer costs nothing. */
+static int scratch_space(const char *dir)
+{
+	char tiny[4], path[4096];
+	sky_pvas *s = sky_pvas_create("c-scratch", dir, 2, 4 << 20, 0);
+
+	if (!s)
+		return fail("create");
+	if (sky_pvas_path_of(s, tiny, sizeof(tiny)) != -EINVAL)
+		return fail("a 4-byte path buffer accepted");
+	if (sky_pvas_path_of(s, path, sizeof(path)) != 0 || !strstr(path, "c-scratch"))
+		return fail("path_of");
+	if (sky_pvas_destroy_space(s) != 0)
+		return fail("destroy_space");
+	if (access(path, F_OK) == 0) {
+		printf("c error: %s is still there after destroy\n", path);
+		return 1;
+	}
+	return 0;
+}
+
+/* pvas_fork: the child joins as member 4 in the mapping it inherited. */
+static int fork_member(sky_pvas *space)
+{
+	char got[16];
+	int status;
+	pid_t child = fork();
+
+	if (child < 0)
+		return fail("fork");
+	if (child == 0) {
+		sky_pvas *mine = sky_pvas_attach_inherited(space, 4);
+
+		if (!mine || sky_pvas_send(mine, sky_pvas_id(space), "forked", 6) != 0)
+			_exit(1);
+		sky_pvas_detach(mine);
+		_exit(0);
+	}
+	if (sky_pvas_recv(space, 4, got, sizeof(got)) != 6 || memcmp(got, "forked", 6))
+		return fail("recv from the forked member");
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		return fail("forked member");
+	/* The child's membership ended with it; ours did not. */
+	if (sky_pvas_alive(space, sky_pvas_id(space)) != 1 || sky_pvas_alive(space, 4) != 0) {
+		printf("c error: after the child: alive(me)=%d alive(4)=%d\n",
+		       sky_pvas_alive(space, sky_pvas_id(space)), sky_pvas_alive(space, 4));
+		return 1;
+	}
+	printf("c fork ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	sky_pvas *space = sky_pvas_attach_env();
@@ -30,6 +88,8 @@ int main(int argc, char **argv)
 
 	if (!space)
 		return fail("attach");
+	if (getenv("SKY_PVAS_SCRATCH_DIR") && scratch_space(getenv("SKY_PVAS_SCRATCH_DIR")))
+		return 1;
 	for (int k = 0; k < nsizes; k++)
 		if ((size_t)atol(argv[k + 1]) > max)
 			max = atol(argv[k + 1]);
@@ -82,6 +142,8 @@ int main(int argc, char **argv)
 	if (sky_pvas_send(NULL, 1, "x", 1) != -22 || sky_pvas_recv(NULL, 1, buf, 1) != -22)
 		return fail("NULL handle accepted");
 	sky_pvas_queue_close(q);
+	if (fork_member(space))
+		return 1;
 	sky_pvas_detach(space);
 	printf("c ok\n");
 	return 0;

@@ -1,0 +1,277 @@
+//! Membership: claiming a member ID, leaving it, and knowing which peers
+//! are there and still the same — liveness from the kernel (`liveness`),
+//! epochs from the slot generation.
+
+use crate::layout::*;
+use crate::liveness::{self, SlotLock};
+use crate::proc;
+use crate::space::Space;
+use crate::wait::{self, Peer};
+use crate::{Error, Result};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// How long a member waits for a peer it talks to to attach.
+const JOIN_WAIT: Duration = Duration::from_secs(30);
+const JOIN_POLL: Duration = Duration::from_millis(2);
+
+/// A member as listed by [`Space::members`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub id: u32,
+    /// The pid the member wrote (a label; see [`Space::verified_pid`]).
+    pub pid: u32,
+    /// Holds its slot lock: alive, as the kernel says.
+    pub alive: bool,
+    pub pm_writer: bool,
+}
+
+/// pid in the low 32 bits, the low 32 bits of its start time in the high.
+fn owner_word(pid: u32, start: u64) -> u64 {
+    (start << 32) | pid as u64
+}
+
+impl Space {
+    /// Joins as member `id` through this process's existing mapping of the
+    /// space: the seed's `pvas_fork`. A child forked by a member already
+    /// has the space at the same address; it claims its own ID here, and
+    /// the parent's membership is untouched (the child's copy of the
+    /// parent's handle is not the member; its slot lock was let go at
+    /// fork). No exec, no second mapping.
+    pub fn attach_inherited(&self, id: u32) -> Result<Space> {
+        self.check_id(id)?;
+        if self.destroyed() {
+            return Err(Error::Destroyed);
+        }
+        let mut space = self.share_mapping()?;
+        let lock = SlotLock::take(&space.file, &space.path, id)?;
+        space.claim(id, lock)?;
+        Ok(space)
+    }
+
+    /// Becomes member `id`, whose slot lock this process now holds (so no
+    /// live process is member `id`). The slot's generation is this
+    /// membership's epoch: odd while the shared state is being reset, so
+    /// no peer starts talking to a half-reset member, and every waiter on
+    /// the previous member sees the epoch change and fails.
+    pub(crate) fn claim(&mut self, id: u32, lock: SlotLock) -> Result<()> {
+        let me = proc::my_pid();
+        let start = proc::start_time(me).unwrap_or(0);
+        let slot = self.slot(id);
+        slot.state.store(SLOT_JOINING, Ordering::Release);
+        let mut generation = slot.generation.load(Ordering::Acquire);
+        generation = generation.wrapping_add(1 + (generation & 1));
+        slot.generation.store(generation, Ordering::Release);
+        self.reset_member_state(id);
+        slot.owner.store(owner_word(me, start), Ordering::Release);
+        slot.pm_writer.store(0, Ordering::Relaxed);
+        let generation = generation.wrapping_add(1);
+        slot.generation.store(generation, Ordering::Release);
+        slot.state.store(SLOT_ACTIVE, Ordering::Release);
+        wait::wake(&self.live().wake);
+        self.id = id;
+        self.generation = generation;
+        self.lock = Some(lock);
+        self.holder_pid = me;
+        Ok(())
+    }
+
+    /// A fresh membership starts from clean shared state: its export area
+    /// and the mailboxes it sends through in the other members' areas.
+    fn reset_member_state(&self, id: u32) {
+        let seg = self.segment(id).expect("checked id");
+        // SAFETY: the export area is ours alone while the slot is claimed
+        // and not yet active; zero is a valid value for every field.
+        unsafe { std::ptr::write_bytes(seg, 0, EXPORT_BYTES as usize) };
+        let area = self.export(id).expect("checked id");
+        area.owner_pid.store(proc::my_pid(), Ordering::Relaxed);
+        area.heap_top.store(HEAP_START, Ordering::Relaxed);
+        area.magic.store(EXPORT_MAGIC, Ordering::Release);
+        for other in 1..=self.header.max_members {
+            if other == id {
+                continue;
+            }
+            let mb = &self.export(other).expect("in range").mailboxes[id as usize];
+            for word in [&mb.cts_seq, &mb.rts_seq, &mb.done_seq, &mb.consumed_seq] {
+                word.store(0, Ordering::Release);
+            }
+            wait::wake(&mb.wake);
+        }
+    }
+
+    pub(crate) fn release(&mut self) {
+        // Only the process that holds the slot ends the membership: a
+        // forked child dropping its copy leaves it alone (its copy of the
+        // lock already points at /dev/null, see `liveness`).
+        if self.id == 0 || self.holder_pid != proc::my_pid() {
+            return;
+        }
+        let slot = self.slot(self.id);
+        slot.pm_writer.store(0, Ordering::Relaxed);
+        slot.state.store(SLOT_LEFT, Ordering::Release);
+        // Even to even: a new epoch, not a join in progress.
+        slot.generation.fetch_add(2, Ordering::AcqRel);
+        slot.owner.store(0, Ordering::Release);
+        // The lock goes last: until now no other process could claim.
+        self.lock = None;
+        // Peers waiting on us notice at once.
+        wait::wake(&self.live().wake);
+        for other in 1..=self.header.max_members {
+            if let Ok(area) = self.export(other) {
+                wait::wake(&area.mailboxes[self.id as usize].wake);
+            }
+        }
+    }
+
+    /// Current members: (ID, pid, PM writer?), dead ones left out.
+    pub fn members(&self) -> Vec<Member> {
+        (1..=self.header.max_members)
+            .filter_map(|id| {
+                let slot = self.slot(id);
+                let owner = slot.owner.load(Ordering::Acquire);
+                (owner != 0 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE).then(|| Member {
+                    id,
+                    pid: owner as u32,
+                    alive: self.alive(id),
+                    pm_writer: slot.pm_writer.load(Ordering::Relaxed) != 0,
+                })
+            })
+            .collect()
+    }
+
+    /// Snapshot of member `id` for waits that depend on it, waiting up to
+    /// `JOIN_WAIT` for it to attach: members may start in any order. The
+    /// fast path reads two words; liveness is checked by the waits.
+    pub(crate) fn peer(&self, id: u32) -> Result<Peer> {
+        self.joined_peer(id, &mut || false)?
+            .ok_or(Error::NotAttached(id))
+    }
+
+    /// Like `peer`, but gives up waiting (None) as soon as `done()` holds.
+    pub(crate) fn joined_peer(
+        &self,
+        id: u32,
+        done: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Peer>> {
+        self.check_id(id)?;
+        let slot = self.slot(id);
+        // The epoch is read first: a claim that starts after this read
+        // changes it, and every wait on the snapshot then fails.
+        // A member that died without leaving (slot still active, lock
+        // gone) will not come back as itself: that is PeerGone, at once.
+        let joined = || {
+            let generation = slot.generation.load(Ordering::Acquire);
+            if generation & 1 == 1 || slot.state.load(Ordering::Acquire) != SLOT_ACTIVE {
+                return Ok(None);
+            }
+            if !self.alive(id) {
+                return Err(Error::PeerGone(id));
+            }
+            Ok(Some(generation))
+        };
+        let mut generation = joined();
+        if !matches!(generation, Ok(Some(_))) {
+            let mut finished = false;
+            let live = self.live();
+            // Short naps: `done` may be made true without touching live.wake.
+            let limit = self.timeout().map_or(JOIN_WAIT, |t| t.min(JOIN_WAIT));
+            let deadline = std::time::Instant::now() + limit;
+            loop {
+                if done() {
+                    finished = true;
+                    break;
+                }
+                generation = joined();
+                if !matches!(generation, Ok(None)) {
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::NotAttached(id));
+                }
+                match wait::wait_until(self, &live.wake, None, Some(JOIN_POLL), &mut *done) {
+                    Ok(()) | Err(Error::TimedOut) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if finished {
+                return Ok(None);
+            }
+        }
+        Ok(generation?.map(|generation| Peer { id, generation }))
+    }
+
+    /// Waits for `ready` on `word`, which member `id` makes true. If it
+    /// already holds (or comes to hold while `id` is away), `id` need not
+    /// be a member any more: a peer may finish its part and leave.
+    pub(crate) fn wait_on(
+        &self,
+        id: u32,
+        word: &std::sync::atomic::AtomicU32,
+        mut ready: impl FnMut() -> bool,
+    ) -> Result<()> {
+        if ready() {
+            return Ok(());
+        }
+        match self.joined_peer(id, &mut ready)? {
+            None => Ok(()),
+            Some(peer) => wait::wait_until(self, word, Some(peer), None, ready),
+        }
+    }
+
+    /// Is `p` still the same live membership?
+    pub(crate) fn peer_is(&self, p: Peer) -> bool {
+        self.slot(p.id).generation.load(Ordering::Acquire) == p.generation && self.alive(p.id)
+    }
+
+    /// Does a live process hold member slot `id`? Asked of the kernel (the
+    /// slot lock), not of the pid in the table.
+    pub fn alive(&self, id: u32) -> bool {
+        // F_OFD_GETLK on a valid descriptor and range cannot fail.
+        liveness::slot_locked(self.file.as_raw_fd(), id).unwrap_or(false)
+    }
+
+    /// This membership's epoch (0 for a handle that is not a member).
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// Marks this member as a persistent-queue writer (a scheduler hint).
+    pub(crate) fn set_pm_writer(&self, on: bool) {
+        if self.id != 0 {
+            self.slot(self.id)
+                .pm_writer
+                .store(on as u32, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes slot `id` for the program this process is about to exec
+    /// (`scx_sky pvas run`): returns the lock descriptor, inheritable, for
+    /// `SKY_PVAS_LOCK_FD`. The slot is held from now on, so nobody can take
+    /// it between this call and the program's `attach_from_env`.
+    pub fn reserve_for_exec(&self, id: u32) -> Result<i32> {
+        self.check_id(id)?;
+        let lock = SlotLock::take(&self.file, &self.path, id)?;
+        // Ours now: peers see a member joining, not the previous one.
+        let slot = self.slot(id);
+        slot.state.store(SLOT_JOINING, Ordering::Release);
+        let generation = slot.generation.load(Ordering::Acquire);
+        slot.generation.store(
+            generation.wrapping_add(1 + (generation & 1)),
+            Ordering::Release,
+        );
+        Ok(lock.into_inheritable_fd())
+    }
+
+    /// The pid member `id` really runs as, proven from the kernel's side
+    /// (/proc/PID/fdinfo shows the slot lock on this very file), not just
+    /// read from the member table, which every member can write. Needs the
+    /// access to /proc/PID that signalling it needs in practice.
+    pub fn verified_pid(&self, id: u32) -> Option<u32> {
+        use std::os::unix::fs::MetadataExt;
+        self.check_id(id).ok()?;
+        let pid = self.slot(id).owner.load(Ordering::Acquire) as u32;
+        let meta = self.file.metadata().ok()?;
+        (pid != 0 && liveness::holds_slot(pid, meta.dev(), meta.ino(), id)).then_some(pid)
+    }
+}
