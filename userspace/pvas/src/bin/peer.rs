@@ -277,6 +277,10 @@ fn durable_side(space: &Space, role: &str, rest: &[String]) -> Result<(), Error>
     };
     let total: u64 = num(rest, 1, "messages")?;
     let resume = rest.get(2).map(String::as_str) == Some("resume");
+    // "retry": ride out the receiver's restart (tests/restart.rs); without
+    // it a gone receiver ends the sender (the power-loss runs).
+    let retry = rest.get(3).map(String::as_str) == Some("retry");
+    let patience = if retry { 20 } else { 0 };
     let q = if !resume && spec.owner() == space.id() {
         let q = PmQueue::create(space, spec)?;
         say("created".into());
@@ -301,7 +305,9 @@ fn durable_side(space: &Space, role: &str, rest: &[String]) -> Result<(), Error>
     if role == "durable-send" {
         for seq in p.enqueued + 1..=total {
             pattern::fill(seq, &mut buf[..durable_len(seq)]);
-            let got = q.enqueue(&buf[..durable_len(seq)])?;
+            // A receiver that restarts fails the wait for room; the message
+            // was not enqueued then, so trying again sends it exactly once.
+            let got = retry_while_peer_restarts(patience, || q.enqueue(&buf[..durable_len(seq)]))?;
             if got != seq {
                 return Err(Error::Invalid(format!(
                     "message {seq} got sequence number {got}"
@@ -309,7 +315,7 @@ fn durable_side(space: &Space, role: &str, rest: &[String]) -> Result<(), Error>
             }
             say(format!("sent {seq}"));
         }
-        q.flush()?;
+        retry_while_peer_restarts(patience, || q.flush())?;
     } else {
         for _ in p.consumed..total {
             q.dequeue_with(|seq, payload| {
@@ -327,4 +333,23 @@ fn durable_side(space: &Space, role: &str, rest: &[String]) -> Result<(), Error>
     }
     say("ok done".into());
     Ok(())
+}
+
+/// Runs `op` again while the peer it waits on is gone or not yet back,
+/// for up to `seconds`: what a sender does across a receiver's restart.
+fn retry_while_peer_restarts<T>(
+    seconds: u64,
+    mut op: impl FnMut() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        match op() {
+            Err(Error::PeerGone(_) | Error::NotAttached(_))
+                if std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            other => return other,
+        }
+    }
 }
