@@ -59,7 +59,6 @@ fn the_receiver_restarts_and_both_continue_exactly_once() {
     }
     // The receiver goes (its sender is blocked on a full queue meanwhile)
     // and a new process — here, a new membership — takes its place.
-    drop(q);
     drop(me);
     me = Space::attach(&s.path, 2).unwrap();
     q = PmQueue::open(&me, spec()).unwrap();
