@@ -565,46 +565,75 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 /// Maps the file at exactly `base`, with MAP_SYNC where the filesystem is
 /// DAX, and picks the persistence mode to match.
+///
+/// The range is first claimed with an anonymous MAP_FIXED_NOREPLACE
+/// reservation, then the file is mapped over that claim with MAP_FIXED:
+/// MAP_SHARED_VALIDATE refuses MAP_FIXED_NOREPLACE (EOPNOTSUPP, it is not
+/// a legacy flag), so asking for MAP_SYNC and "no replace" at once would
+/// silently lose MAP_SYNC on every DAX mount.
 fn map_fixed(file: &File, path: &Path, base: u64, len: u64) -> Result<(*mut u8, PersistMode)> {
     let fd = file.as_raw_fd();
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: fstatfs fills the struct we own.
     let on_tmpfs = unsafe { libc::fstatfs(fd, &mut fs) } == 0 && fs.f_type as i64 == TMPFS_MAGIC;
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    let fixed = libc::MAP_FIXED_NOREPLACE;
-    let attempt = |flags| unsafe {
+    // SAFETY: an anonymous reservation that replaces nothing.
+    let claim = unsafe {
         libc::mmap(
             base as *mut libc::c_void,
             len as usize,
-            prot,
-            flags | fixed,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE
+                | libc::MAP_ANONYMOUS
+                | libc::MAP_NORESERVE
+                | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    if claim == libc::MAP_FAILED {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EEXIST) {
+            return Err(Error::AddressInUse { base, len });
+        }
+        return Err(Error::io(
+            format!("reserving the range of {}", path.display()),
+            e,
+        ));
+    }
+    if claim as u64 != base {
+        // A kernel without MAP_FIXED_NOREPLACE took the address as a hint.
+        // SAFETY: our own reservation.
+        unsafe { libc::munmap(claim, len as usize) };
+        return Err(Error::AddressInUse { base, len });
+    }
+    // SAFETY: replaces only our own reservation, with the file.
+    let over = |flags| unsafe {
+        libc::mmap(
+            claim,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags | libc::MAP_FIXED,
             fd,
             0,
         )
     };
     let (p, mode) = if on_tmpfs {
-        (attempt(libc::MAP_SHARED), PersistMode::Volatile)
+        (over(libc::MAP_SHARED), PersistMode::Volatile)
     } else {
-        match attempt(libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
+        match over(libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
             p if p != libc::MAP_FAILED => {
                 use std::os::unix::fs::MetadataExt;
                 let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
                 (p, PersistMode::for_dax(dev))
             }
-            _ => (attempt(libc::MAP_SHARED), PersistMode::Msync),
+            _ => (over(libc::MAP_SHARED), PersistMode::Msync),
         }
     };
     if p == libc::MAP_FAILED {
         let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EEXIST) {
-            return Err(Error::AddressInUse { base, len });
-        }
+        // SAFETY: our own reservation, still in place.
+        unsafe { libc::munmap(claim, len as usize) };
         return Err(Error::io(format!("mapping {}", path.display()), e));
-    }
-    if p as u64 != base {
-        // A kernel without MAP_FIXED_NOREPLACE took the address as a hint.
-        unsafe { libc::munmap(p, len as usize) };
-        return Err(Error::AddressInUse { base, len });
     }
     Ok((p as *mut u8, mode))
 }
