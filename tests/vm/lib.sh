@@ -170,3 +170,45 @@ stop_trace() {
 	# Later checks win: an earlier trace's failure must not be hidden.
 	[ "$rc" = 0 ] || echo "check trace_failed=$rc"
 }
+
+# pmem_dax_mount DIR: make the emulated NVDIMM (VmConfig pmem_mb, cargo
+# xtask vm --pmem-mb) an fsdax namespace, put ext4 on it and mount it at
+# DIR with DAX; fail unless DAX is really in effect. qemu's NVDIMM has no
+# label area (no label-size=), so the kernel shows its whole region as one
+# label-less raw namespace: /dev/pmem0 without struct pages, which ext4
+# refuses to mount with dax ("DAX unsupported by block device"). ndctl
+# turns it into fsdax by writing a pfn info block at the start of the
+# namespace (the memmap for its pages goes there too, map=dev: 1024 MiB
+# gives 1006 MiB), which needs no labels; -f because the namespace is in
+# use (enabled) as raw. Checks: pmem_namespace (the mode ndctl reports),
+# pmem_blockdev_dax (the block queue's dax flag), pmem_mount (dax when
+# /proc/mounts shows the dax option).
+pmem_dax_mount() {
+	if [ ! -b /dev/pmem0 ]; then
+		echo "check pmem=missing"
+		return 1
+	fi
+	ndctl create-namespace -f -e namespace0.0 -m fsdax >/tmp/ndctl.out 2>&1 ||
+		{ cat /tmp/ndctl.out; echo "check pmem_namespace=failed"; return 1; }
+	mode=$(sed -n 's/^ *"mode":"\([a-z]*\)".*/\1/p' /tmp/ndctl.out)
+	echo "check pmem_namespace=${mode:-unknown}"
+	[ "$mode" = fsdax ] || { cat /tmp/ndctl.out; return 1; }
+	echo "check pmem_blockdev_dax=$(cat /sys/block/pmem0/queue/dax)"
+	mkdir -p "$1"
+	# DAX needs blocks of a page: mke2fs picks 1 KiB ones below 512 MiB.
+	mkfs.ext4 -q -F -b 4096 /dev/pmem0 || return 1
+	if ! mount -t ext4 -o dax /dev/pmem0 "$1"; then
+		dmesg | grep -i -e dax -e pmem | tail -5
+		echo "check pmem_mount=failed"
+		return 1
+	fi
+	# ext4 shows dax=always (older kernels: dax).
+	opts=$(awk -v d="$1" '$2 == d { print $4 }' /proc/mounts)
+	case ",$opts," in
+	*,dax,* | *,dax=always,*) echo "check pmem_mount=dax" ;;
+	*)
+		echo "check pmem_mount=no-dax options=$opts"
+		return 1
+		;;
+	esac
+}

@@ -15,7 +15,14 @@ const INIT: &str = include_str!("init.sh");
 const BUSYBOX: &str = "/bin/busybox";
 
 pub struct Contents<'a> {
+    /// Programs for the guest's /bin, with the shared libraries they load.
     pub binaries: &'a [PathBuf],
+    /// More programs, each at its own absolute path in the guest (file on
+    /// this machine, path in the guest), with their shared libraries.
+    pub placed: &'a [(PathBuf, PathBuf)],
+    /// Directories copied as they are over the guest's root (symbolic
+    /// links stay links; no libraries are looked up).
+    pub trees: &'a [PathBuf],
     /// Kernel modules, in load order; init.sh insmods them at boot.
     pub modules: &'a [PathBuf],
     pub kernel: &'a Kernel,
@@ -48,6 +55,15 @@ pub fn build(contents: &Contents, out: &Path) -> Result<()> {
         copy_exec(bin, &stage.join("bin").join(name))?;
         libs.extend(shared_libraries(bin)?);
     }
+    for (bin, guest) in contents.placed {
+        let rel = guest
+            .strip_prefix("/")
+            .with_context(|| format!("{} is not an absolute path", guest.display()))?;
+        let dest = stage.join(rel);
+        fs::create_dir_all(dest.parent().context("guest path has no parent")?)?;
+        copy_exec(bin, &dest)?;
+        libs.extend(shared_libraries(bin)?);
+    }
     for lib in &libs {
         let dest = stage.join(lib.strip_prefix("/").unwrap_or(lib));
         fs::create_dir_all(dest.parent().unwrap())?;
@@ -61,6 +77,9 @@ pub fn build(contents: &Contents, out: &Path) -> Result<()> {
                 &stage.join("scenarios").join(script.file_name().unwrap()),
             )?;
         }
+    }
+    for tree in contents.trees {
+        copy_tree(tree, &stage)?;
     }
     let mod_dir = stage.join("lib/modules/sky");
     fs::create_dir_all(&mod_dir)?;
@@ -113,6 +132,26 @@ fn shared_libraries(bin: &Path) -> Result<Vec<PathBuf>> {
         .filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')))
         .map(PathBuf::from)
         .collect())
+}
+
+/// Copies the contents of `from` into `to`, keeping modes and symbolic links.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for entry in fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let (src, dest) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            fs::create_dir_all(&dest)?;
+            copy_tree(&src, &dest)?;
+        } else if kind.is_symlink() {
+            let _ = fs::remove_file(&dest);
+            std::os::unix::fs::symlink(fs::read_link(&src)?, &dest)?;
+        } else {
+            fs::copy(&src, &dest)
+                .with_context(|| format!("copying {} into the initramfs", src.display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn copy_exec(from: &Path, to: &Path) -> Result<()> {

@@ -12,6 +12,8 @@ pub mod kimage;
 pub mod kversion;
 pub mod matrix;
 pub mod modules;
+pub mod ndctl;
 pub mod paths;
+pub mod pvas;
 pub mod report;
 pub mod vm;

@@ -69,6 +69,10 @@ enum Cmd {
         /// and root).
         #[arg(long)]
         native: bool,
+        /// Emulated persistent memory (qemu NVDIMM) of this many MiB as
+        /// /dev/pmem0, with ndctl and mkfs.ext4 (lib.sh pmem_dax_mount).
+        #[arg(long, conflicts_with = "native")]
+        pmem_mb: Option<u32>,
         /// Shell command to run in the guest instead of a scenario.
         #[arg(last = true)]
         command: Vec<String>,
@@ -159,6 +163,7 @@ impl VmArgs {
             timeout: Duration::from_secs(self.timeout),
             echo: true,
             pmem_mb: None,
+            extra_binaries: Vec::new(),
         }
     }
 }
@@ -202,6 +207,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             vm,
             scenario,
             native,
+            pmem_mb,
             command,
         } => {
             setup()?;
@@ -214,7 +220,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             if native {
                 exit_with(run_native(&cmd)?)
             } else {
-                exit_with(vm::run(&vm.config(), &cmd)?.status)
+                let cfg = VmConfig {
+                    pmem_mb,
+                    ..vm.config()
+                };
+                exit_with(vm::run(&cfg, &cmd)?.status)
             }
         }
         Cmd::Run { vm, args } => {

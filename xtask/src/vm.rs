@@ -84,8 +84,12 @@ pub struct VmConfig {
     /// Copy the guest console to our stdout as it arrives.
     pub echo: bool,
     /// Emulated persistent memory (qemu NVDIMM) of this many MiB, seen as
-    /// /dev/pmem0 in the guest; its modules and mkfs.ext4 are added.
+    /// /dev/pmem0 in the guest; its modules, mkfs.ext4 and Debian's ndctl
+    /// (to make it an fsdax namespace: tests/vm/lib.sh pmem_dax_mount) are
+    /// added.
     pub pmem_mb: Option<u32>,
+    /// More programs: (file on this machine, absolute path in the guest).
+    pub extra_binaries: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Default for VmConfig {
@@ -98,6 +102,7 @@ impl Default for VmConfig {
             timeout: Duration::from_secs(300),
             echo: true,
             pmem_mb: None,
+            extra_binaries: Vec::new(),
         }
     }
 }
@@ -120,7 +125,13 @@ pub fn project_binaries() -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// What emulated persistent memory needs in the guest.
+/// What emulated persistent memory needs in the guest: the NFIT driver
+/// that finds the NVDIMM, the pmem block driver and ext4. An fsdax
+/// namespace needs nothing more: the pfn (struct page) support it uses is
+/// part of libnvdimm and DAX of the kernel itself (Debian:
+/// CONFIG_NVDIMM_PFN=y, CONFIG_FS_DAX=y, CONFIG_DAX=y). dax_pmem and
+/// device_dax serve devdax namespaces (/dev/daxX.Y), which no filesystem
+/// mounts.
 const PMEM_MODULES: [&str; 3] = ["nfit", "nd_pmem", "ext4"];
 const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
 
@@ -132,6 +143,7 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     ))?;
     let mut binaries = project_binaries()?;
     let mut modules = Vec::new();
+    let mut trees = Vec::new();
     if cfg.pmem_mb.is_some() {
         modules = crate::modules::resolve(&kernel, &PMEM_MODULES)?;
         for tool in PMEM_TOOLS {
@@ -140,6 +152,7 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
             }
             binaries.push(PathBuf::from(tool));
         }
+        trees.push(crate::ndctl::ensure()?);
     }
     let dir = workspace_root().join("target/vm");
     std::fs::create_dir_all(&dir)?;
@@ -148,6 +161,8 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     initramfs::build(
         &Contents {
             binaries: &binaries,
+            placed: &cfg.extra_binaries,
+            trees: &trees,
             modules: &modules,
             kernel: &kernel,
             command,

@@ -91,6 +91,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 .map_or_else(|| plan.timeout(), Duration::from_secs),
             echo: true,
             pmem_mb: None,
+            extra_binaries: Vec::new(),
         };
         eprintln!(
             "xtask: bench on {topology}: {} runs of {} s in one boot",

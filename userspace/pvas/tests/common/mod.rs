@@ -1,5 +1,6 @@
 //! Helpers for the multi-process tests: spaces in a private directory on
-//! /dev/shm, and member processes (real fork/exec of sky-pvas-peer).
+//! /dev/shm (or under $SKY_PVAS_TEST_DIR, e.g. a DAX mount), and member
+//! processes (real fork/exec of sky-pvas-peer).
 
 #![allow(dead_code)]
 
@@ -17,11 +18,19 @@ pub struct TestSpace {
     pub name: String,
 }
 
+/// Where test spaces go: $SKY_PVAS_TEST_DIR (the VM runs the crash tests
+/// on a DAX mount with it: tests/vm/pvas-dax.sh), else /dev/shm.
+pub fn test_dir() -> PathBuf {
+    std::env::var_os("SKY_PVAS_TEST_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/dev/shm"), PathBuf::from)
+}
+
 /// A fresh space; its registry entry goes to a private directory too.
 pub fn space(name: &str, members: u32, segment_mb: u64) -> TestSpace {
     let dir = tempfile::Builder::new()
         .prefix("sky-pvas-test")
-        .tempdir_in("/dev/shm")
+        .tempdir_in(test_dir())
         .unwrap();
     // Same value in every test thread: a private registry for this run.
     std::env::set_var(

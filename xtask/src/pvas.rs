@@ -1,0 +1,90 @@
+//! The sky-pvas crash tests in the VM (tests/vm/pvas-dax.sh): the test
+//! binary is built here and placed in the guest as
+//! /bin/sky-pvas-crash-tests. It starts its member processes from the path
+//! cargo baked into it at compile time (`CARGO_BIN_EXE_sky-pvas-peer`, the
+//! peer in this machine's target directory), so the peer is also placed at
+//! that same absolute path in the guest.
+
+use crate::paths::{release_bin, workspace_root};
+use anyhow::{bail, Context, Result};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Where the crash-test binary goes in the guest.
+pub const CRASH_TESTS: &str = "/bin/sky-pvas-crash-tests";
+
+/// Builds the crash tests (release) and returns what the guest needs, as
+/// `VmConfig::extra_binaries` takes it.
+pub fn crash_test_binaries() -> Result<Vec<(PathBuf, PathBuf)>> {
+    let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(workspace_root())
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "sky-pvas",
+            // The kill points inside the queue (and the peer built with
+            // them) exist only with the test-only feature.
+            "--features",
+            "fault-injection",
+            "--test",
+            "crash",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("starting cargo")?;
+    if !out.status.success() {
+        bail!("building the sky-pvas crash tests failed: {}", out.status);
+    }
+    let exe = crash_executable(&String::from_utf8_lossy(&out.stdout))
+        .context("cargo named no executable for the crash tests")?;
+    let peer = release_bin("sky-pvas-peer")?;
+    let bytes = std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))?;
+    let baked = peer.as_os_str().as_bytes();
+    if !bytes.windows(baked.len()).any(|w| w == baked) {
+        bail!(
+            "{} does not start its peer from {} (built with another CARGO_TARGET_DIR?)",
+            exe.display(),
+            peer.display()
+        );
+    }
+    Ok(vec![
+        (exe, PathBuf::from(CRASH_TESTS)),
+        (peer.clone(), peer),
+    ])
+}
+
+/// The `executable` of the `crash` test target in cargo's JSON messages.
+fn crash_executable(json: &str) -> Option<PathBuf> {
+    json.lines()
+        .filter(|l| l.contains(r#""reason":"compiler-artifact""#))
+        .filter(|l| l.contains(r#""name":"crash""#) && l.contains(r#""kind":["test"]"#))
+        .find_map(|l| {
+            let rest = l.split_once(r#""executable":""#)?.1;
+            Some(PathBuf::from(rest.split_once('"')?.0))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crash_test_executable_is_found() {
+        let json = concat!(
+            r#"{"reason":"compiler-artifact","target":{"kind":["bin"],"name":"sky-pvas-peer"},"executable":"/t/release/sky-pvas-peer"}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","target":{"kind":["test"],"name":"crash"},"executable":"/t/release/deps/crash-0123"}"#,
+            "\n",
+            r#"{"reason":"build-finished","success":true}"#,
+        );
+        assert_eq!(
+            crash_executable(json),
+            Some(PathBuf::from("/t/release/deps/crash-0123"))
+        );
+        assert_eq!(crash_executable("{}"), None);
+    }
+}
