@@ -1,13 +1,19 @@
-//! sky-pvas-bench: ping-pong latency and bandwidth of one-copy rendezvous,
-//! eager, a two-copy shared-memory ring, a pipe, a UNIX socket and
-//! process_vm_writev, against a single-thread memcpy ceiling; then push vs
-//! pull queue throughput with the receiver computing between dequeues.
-//! A benchmark, not a test: it prints tables, latency ratios against the
-//! pipe measured in the same run. The peer is this binary re-executed.
+//! sky-pvas-bench: ping-pong between two members of one space. First the
+//! handshake: what a message costs apart from its bytes. Then bandwidth
+//! from 8 B to 64 MiB of one-copy rendezvous with the sender copying alone
+//! and split (both sides copying at once), eager, and a two-copy
+//! shared-memory ring, against a single-thread memcpy, all in one run and
+//! interleaved size by size, so a burst of load on this shared machine
+//! hits every transport alike. Then a pipe, a UNIX socket and
+//! process_vm_writev; then push vs pull queue throughput with the
+//! receiver computing between dequeues. A benchmark, not a test: it
+//! prints tables. The peer is this binary re-executed.
 
-use sky_pvas::layout::EAGER_CAP;
+use sky_pvas::layout::{EAGER_CAP, SEQ_MASK};
+use sky_pvas::msg::{CopyBy, SPLIT_MIN};
 use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
 use sky_pvas::{CreateOptions, Space};
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -15,26 +21,30 @@ use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-const SIZES: [usize; 9] = [
-    8,
-    64,
-    512,
-    4 << 10,
-    32 << 10,
-    256 << 10,
-    2 << 20,
-    16 << 20,
-    64 << 20,
-];
+/// Sizes of the bandwidth table: 8 B, then 8 KiB to 64 MiB in powers of 2.
+fn bw_sizes() -> Vec<usize> {
+    std::iter::once(8)
+        .chain((13..=26).map(|s| 1usize << s))
+        .collect()
+}
+/// Sizes at which the slow transports are measured.
+const OTHER_SIZES: [usize; 5] = [8, 32 << 10, 256 << 10, 2 << 20, 64 << 20];
+const MAX_SIZE: usize = 64 << 20;
+const HANDSHAKE_ROUNDS: usize = 20_000;
+const ASLEEP_ROUNDS: usize = 400;
+/// Longer than a message wait spins before it sleeps (0.5 ms + 40 us).
+const ASLEEP_PAUSE: Duration = Duration::from_millis(2);
 const RING: usize = 1 << 20;
+/// Each (transport, size) runs in this many interleaved blocks.
+const BLOCKS: usize = 4;
 
-fn iters(size: usize) -> usize {
-    ((256usize << 20) / size.max(1)).clamp(5, 2000)
+/// Round trips per (transport, size): about 512 MiB each way.
+fn bw_rounds(size: usize) -> usize {
+    ((512usize << 20) / size.max(1)).clamp(8, 4000)
 }
 
-/// Rounds per size: one untimed warm-up (first-touch page faults) first.
-fn rounds(size: usize) -> usize {
-    iters(size) + 1
+fn other_rounds(size: usize) -> usize {
+    ((128usize << 20) / size.max(1)).clamp(5, 2000)
 }
 
 fn main() {
@@ -52,18 +62,88 @@ fn main() {
 
 type Res<T> = anyhow::Result<T>;
 
-struct Stats {
-    p50: Duration,
-    p99: Duration,
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Transport {
+    /// Rendezvous, the sender copies everything.
+    Sender,
+    /// Rendezvous, both sides copy (CopyBy::Both).
+    Split,
+    /// Rendezvous, the sender copies, and the receiver calls recv only
+    /// once it sees the sender's ready-to-send: the sender waits for the
+    /// clear-to-send (a full round trip more).
+    CtsLate,
+    Eager,
+    /// Eager, sent only once the receiver has gone to sleep on its futex:
+    /// the cost of waking it.
+    EagerAsleep,
+    Ring,
+    Pipe,
+    Socket,
+    VmWritev,
 }
 
-fn stats(mut rtts: Vec<Duration>) -> Stats {
-    rtts.sort();
-    let at = |p: f64| rtts[((p * rtts.len() as f64).ceil() as usize).clamp(1, rtts.len()) - 1] / 2;
-    Stats {
-        p50: at(0.50),
-        p99: at(0.99),
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Sender => "pvas one-copy (sender copies)",
+            Transport::Split => "pvas one-copy split (both copy)",
+            Transport::CtsLate => "pvas one-copy, CTS posted late",
+            Transport::Eager => "pvas eager",
+            Transport::EagerAsleep => "pvas eager, receiver asleep",
+            Transport::Ring => "shm ring (2 copies)",
+            Transport::Pipe => "pipe",
+            Transport::Socket => "unix socket",
+            Transport::VmWritev => "process_vm_writev",
+        }
     }
+
+    fn copy_by(self) -> CopyBy {
+        if self == Transport::Split {
+            CopyBy::Both
+        } else {
+            CopyBy::Sender
+        }
+    }
+}
+
+/// One block of round trips; both processes walk the same list.
+#[derive(Clone, Copy)]
+struct Step {
+    transport: Transport,
+    size: usize,
+    rounds: usize,
+    /// The first round of the first block is a warm-up (page faults).
+    warm_up: bool,
+}
+
+fn schedule() -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut interleave = |transports: &[Transport], size: usize, rounds: usize| {
+        for block in 0..BLOCKS {
+            for &transport in transports {
+                steps.push(Step {
+                    transport,
+                    size,
+                    rounds: rounds.div_ceil(BLOCKS) + (block == 0) as usize,
+                    warm_up: block == 0,
+                });
+            }
+        }
+    };
+    use Transport::*;
+    interleave(&[Eager, Sender, CtsLate, Split, Ring], 8, HANDSHAKE_ROUNDS);
+    interleave(&[EagerAsleep], 8, ASLEEP_ROUNDS);
+    for size in bw_sizes().into_iter().skip(1) {
+        let mut ts = vec![Sender, Split, Ring];
+        if size <= EAGER_CAP {
+            ts.push(Eager);
+        }
+        interleave(&ts, size, bw_rounds(size));
+    }
+    for size in OTHER_SIZES {
+        interleave(&[Pipe, Socket, VmWritev], size, other_rounds(size));
+    }
+    steps
 }
 
 /// A two-copy single-producer/single-consumer byte ring in shared memory.
@@ -164,6 +244,68 @@ fn vm_write(pid: i32, local: &[u8], remote: u64) -> Res<()> {
     Ok(())
 }
 
+/// Waits until member `from` has announced (ready-to-send) the next
+/// message to us, without receiving it.
+fn wait_announced(space: &Space, from: u32) -> Res<()> {
+    let mb = &space.export(space.id())?.mailboxes[from as usize];
+    let next = (mb.consumed_seq.load(Ordering::Acquire) & SEQ_MASK) + 1;
+    let t = Instant::now();
+    let mut spins = 0u32;
+    while mb.rts_seq.load(Ordering::Acquire) & SEQ_MASK != next {
+        std::hint::spin_loop();
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(4096) && t.elapsed() > Duration::from_secs(10) {
+            anyhow::bail!("no ready-to-send from member {from}");
+        }
+    }
+    Ok(())
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; the kernel fills it in.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: a valid set of the size given.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Runs this process on `cpu` only.
+fn pin(cpu: usize) -> Res<()> {
+    // SAFETY: as in allowed_cpus.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu is one of ours, below CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: a valid set of the size given.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    anyhow::ensure!(
+        r == 0,
+        "pinning to CPU {cpu}: {}",
+        std::io::Error::last_os_error()
+    );
+    Ok(())
+}
+
+fn set_mode(space: &Space, t: Transport) -> Res<()> {
+    let eager = matches!(t, Transport::Eager | Transport::EagerAsleep);
+    space.set_eager_max(if eager { EAGER_CAP } else { 0 })?;
+    Ok(())
+}
+
+/// The transports' endpoints in one process.
+struct Ends {
+    rings: &'static [Ring; 2],
+    pipe_in: std::fs::File,
+    pipe_out: std::fs::File,
+    sock: UnixStream,
+}
+
 /// The peer side: echoes every message of every transport, in the order
 /// the parent measures them.
 fn peer(args: &[String]) -> Res<()> {
@@ -172,58 +314,70 @@ fn peer(args: &[String]) -> Res<()> {
         PathBuf::from(&args[1]),
         PathBuf::from(&args[2]),
     );
+    if let Some(cpu) = args.get(3).and_then(|c| c.parse().ok()) {
+        pin(cpu)?;
+    }
     let space = Space::attach(&space_path, 2)?;
-    let max = *SIZES.iter().max().unwrap();
-    let buf = space.alloc_bytes(max)?;
+    let buf = space.alloc_bytes(MAX_SIZE)?;
     let mut sock = UnixStream::connect(&sock_path)?;
     let rings = rings(&ring_path, false)?;
     let fifo_dir = sock_path.parent().unwrap();
-    let mut pipe_in = std::fs::File::open(fifo_dir.join("to-peer"))?;
-    let mut pipe_out = std::fs::OpenOptions::new()
+    let pipe_in = std::fs::File::open(fifo_dir.join("to-peer"))?;
+    let pipe_out = std::fs::OpenOptions::new()
         .write(true)
         .open(fifo_dir.join("to-parent"))?;
     // Tell the parent where process_vm_writev should write.
     sock.write_all(&(buf.as_ptr() as u64).to_le_bytes())?;
-    for transport in TRANSPORTS {
-        for &size in SIZES.iter().filter(|&&s| transport.fits(s)) {
-            for _ in 0..rounds(size) {
-                match transport {
-                    Transport::Rendezvous | Transport::Eager => {
-                        space.set_eager_max(if transport == Transport::Eager {
-                            EAGER_CAP
-                        } else {
-                            0
-                        })?;
-                        let n = space.recv(1, buf)?;
-                        space.send(1, &buf[..n])?;
-                    }
-                    Transport::Ring => {
-                        rings[0].recv(&mut buf[..size]);
-                        rings[1].send(&buf[..size]);
-                    }
-                    Transport::Pipe => {
-                        pipe_in.read_exact(&mut buf[..size])?;
-                        pipe_out.write_all(&buf[..size])?;
-                    }
-                    Transport::Socket => {
-                        sock.read_exact(&mut buf[..size])?;
-                        sock.write_all(&buf[..size])?;
-                    }
-                    Transport::VmWritev => {
-                        let mut b = [0u8; 8];
-                        sock.read_exact(&mut b)?; // the parent wrote our buffer
-                        let remote = u64::from_le_bytes(b);
-                        vm_write(
-                            std::os::unix::process::parent_id() as i32,
-                            &buf[..size],
-                            remote,
-                        )?;
-                        sock.write_all(&[1])?;
-                    }
+    let mut ends = Ends {
+        rings,
+        pipe_in,
+        pipe_out,
+        sock,
+    };
+    for step in schedule() {
+        set_mode(&space, step.transport)?;
+        let size = step.size;
+        for _ in 0..step.rounds {
+            match step.transport {
+                Transport::Sender
+                | Transport::Split
+                | Transport::Eager
+                | Transport::EagerAsleep => {
+                    let n = space.recv(1, buf)?;
+                    space.send_with(1, &buf[..n], step.transport.copy_by())?;
+                }
+                Transport::CtsLate => {
+                    wait_announced(&space, 1)?;
+                    let n = space.recv(1, buf)?;
+                    space.send_with(1, &buf[..n], CopyBy::Sender)?;
+                }
+                Transport::Ring => {
+                    ends.rings[0].recv(&mut buf[..size]);
+                    ends.rings[1].send(&buf[..size]);
+                }
+                Transport::Pipe => {
+                    ends.pipe_in.read_exact(&mut buf[..size])?;
+                    ends.pipe_out.write_all(&buf[..size])?;
+                }
+                Transport::Socket => {
+                    ends.sock.read_exact(&mut buf[..size])?;
+                    ends.sock.write_all(&buf[..size])?;
+                }
+                Transport::VmWritev => {
+                    let mut b = [0u8; 8];
+                    ends.sock.read_exact(&mut b)?; // the parent wrote our buffer
+                    let remote = u64::from_le_bytes(b);
+                    vm_write(
+                        std::os::unix::process::parent_id() as i32,
+                        &buf[..size],
+                        remote,
+                    )?;
+                    ends.sock.write_all(&[1])?;
                 }
             }
         }
     }
+    let sock = &mut ends.sock;
     // Queue throughput: we receive and compute.
     for mode in [Mode::Push, Mode::Pull] {
         for &size in &QUEUE_SIZES {
@@ -247,42 +401,6 @@ fn peer(args: &[String]) -> Res<()> {
         }
     }
     Ok(())
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Transport {
-    Rendezvous,
-    Eager,
-    Ring,
-    Pipe,
-    Socket,
-    VmWritev,
-}
-
-const TRANSPORTS: [Transport; 6] = [
-    Transport::Rendezvous,
-    Transport::Eager,
-    Transport::Ring,
-    Transport::Pipe,
-    Transport::Socket,
-    Transport::VmWritev,
-];
-
-impl Transport {
-    fn name(self) -> &'static str {
-        match self {
-            Transport::Rendezvous => "pvas one-copy",
-            Transport::Eager => "pvas eager",
-            Transport::Ring => "shm ring (2 copies)",
-            Transport::Pipe => "pipe",
-            Transport::Socket => "unix socket",
-            Transport::VmWritev => "process_vm_writev",
-        }
-    }
-
-    fn fits(self, size: usize) -> bool {
-        self != Transport::Eager || size <= EAGER_CAP
-    }
 }
 
 const QUEUE_SIZES: [usize; 4] = [4 << 10, 64 << 10, 1 << 20, 8 << 20];
@@ -322,12 +440,43 @@ fn matmul(a: &[f64], c: &mut [f64], n: usize) {
     }
 }
 
+/// Half round trips of one (transport, size), and for splits the bytes
+/// the parent copied itself as receiver.
+#[derive(Default)]
+struct Samples {
+    halves: Vec<Duration>,
+    received: u64,
+    copied_here: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Stats {
+    p50: Duration,
+    p99: Duration,
+}
+
+impl Samples {
+    fn stats(&self) -> Stats {
+        let mut v = self.halves.clone();
+        v.sort();
+        let at = |p: f64| v[((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Stats {
+            p50: at(0.50),
+            p99: at(0.99),
+        }
+    }
+
+    fn gbps(&self, size: usize) -> f64 {
+        size as f64 / self.stats().p50.as_secs_f64() / 1e9
+    }
+}
+
 fn parent(args: &[String]) -> Res<()> {
     let dir = PathBuf::from(args.first().map_or("/dev/shm", String::as_str));
     let work = tempfile_dir(&dir)?;
-    let max = *SIZES.iter().max().unwrap();
+    let started = Instant::now();
     // Each segment holds a max-size buffer and the queue areas.
-    let segment = (((max as u64 + ((4 * 8) << 20) * 2 + (16 << 20)) >> 21) << 21) + (2 << 20);
+    let segment = (((MAX_SIZE as u64 + ((4 * 8) << 20) * 2 + (16 << 20)) >> 21) << 21) + (2 << 20);
     let name = format!("bench-{}", std::process::id());
     let opts = CreateOptions {
         dir: work.clone(),
@@ -337,7 +486,7 @@ fn parent(args: &[String]) -> Res<()> {
     };
     let path = Space::create(&name, &opts)?.path().to_path_buf();
     let space = Space::attach(&path, 1)?;
-    let buf = space.alloc_bytes(max)?;
+    let buf = space.alloc_bytes(MAX_SIZE)?;
     sky_pvas::pattern::fill(1, buf);
     let sock_path = work.join("sock");
     let ring_path = work.join("ring");
@@ -351,75 +500,139 @@ fn parent(args: &[String]) -> Res<()> {
         );
     }
     let rings = rings(&ring_path, true)?;
+    // One CPU each, as ping-pong benchmarks pin their processes: left to
+    // itself the scheduler may put both on one CPU (it moves a woken task
+    // next to its waker), where a spinning transport waits out time slices.
+    let cpus = allowed_cpus();
+    let pins = (cpus.len() >= 2).then(|| (cpus[0], cpus[1]));
     let mut child: Child = Command::new(std::env::current_exe()?)
         .arg("--peer")
         .args([&path, &sock_path, &ring_path])
+        .arg(pins.map_or("-".into(), |p| p.1.to_string()))
         .spawn()?;
+    if let Some((cpu, _)) = pins {
+        pin(cpu)?;
+    }
     let (mut sock, _) = listener.accept()?;
     // FIFOs: the peer opens to-peer for reading first, then to-parent.
-    let mut pipe_out = std::fs::OpenOptions::new()
+    let pipe_out = std::fs::OpenOptions::new()
         .write(true)
         .open(work.join("to-peer"))?;
-    let mut pipe_in = std::fs::File::open(work.join("to-parent"))?;
+    let pipe_in = std::fs::File::open(work.join("to-parent"))?;
     let mut b8 = [0u8; 8];
     sock.read_exact(&mut b8)?;
     let peer_buf = u64::from_le_bytes(b8);
     let peer_pid = child.id() as i32;
     let persist = space.persist_mode();
+    let mut ends = Ends {
+        rings,
+        pipe_in,
+        pipe_out,
+        sock,
+    };
 
-    println!(
-        "Ping-pong over one space in {} (persistence: {}); latency is half the round trip",
-        dir.display(),
-        persist.name()
-    );
-    let mut table: Vec<(Transport, usize, Stats)> = Vec::new();
-    for transport in TRANSPORTS {
-        for &size in SIZES.iter().filter(|&&s| transport.fits(s)) {
-            let mut rtts = Vec::with_capacity(rounds(size));
-            for _ in 0..rounds(size) {
-                let t = Instant::now();
-                match transport {
-                    Transport::Rendezvous | Transport::Eager => {
-                        space.set_eager_max(if transport == Transport::Eager {
-                            EAGER_CAP
-                        } else {
-                            0
-                        })?;
-                        space.send(2, &buf[..size])?;
-                        space.recv(2, &mut buf[..size])?;
-                    }
-                    Transport::Ring => {
-                        rings[0].send(&buf[..size]);
-                        rings[1].recv(&mut buf[..size]);
-                    }
-                    Transport::Pipe => {
-                        pipe_out.write_all(&buf[..size])?;
-                        pipe_in.read_exact(&mut buf[..size])?;
-                    }
-                    Transport::Socket => {
-                        sock.write_all(&buf[..size])?;
-                        sock.read_exact(&mut buf[..size])?;
-                    }
-                    Transport::VmWritev => {
-                        vm_write(peer_pid, &buf[..size], peer_buf)?;
-                        sock.write_all(&(buf.as_ptr() as u64).to_le_bytes())?;
-                        let mut done = [0u8; 1];
-                        sock.read_exact(&mut done)?;
-                    }
-                }
-                rtts.push(t.elapsed());
+    let mut samples: HashMap<(Transport, usize), Samples> = HashMap::new();
+    let mut memcpy: HashMap<usize, Vec<Duration>> = HashMap::new();
+    let (mut src, mut dst) = (vec![1u8; MAX_SIZE], vec![0u8; MAX_SIZE]);
+    for step in schedule() {
+        set_mode(&space, step.transport)?;
+        let size = step.size;
+        let s = samples.entry((step.transport, size)).or_default();
+        for round in 0..step.rounds {
+            if step.transport == Transport::EagerAsleep {
+                std::thread::sleep(ASLEEP_PAUSE);
             }
-            rtts.remove(0);
-            table.push((transport, size, stats(rtts)));
+            let t = Instant::now();
+            match step.transport {
+                Transport::Sender
+                | Transport::Split
+                | Transport::Eager
+                | Transport::EagerAsleep => {
+                    space.send_with(2, &buf[..size], step.transport.copy_by())?;
+                    let r = space.recv_with(2, &mut buf[..size])?;
+                    s.received += r.len as u64;
+                    s.copied_here += r.copied_here as u64;
+                }
+                Transport::CtsLate => {
+                    space.send_with(2, &buf[..size], CopyBy::Sender)?;
+                    wait_announced(&space, 2)?;
+                    space.recv(2, &mut buf[..size])?;
+                }
+                Transport::Ring => {
+                    ends.rings[0].send(&buf[..size]);
+                    ends.rings[1].recv(&mut buf[..size]);
+                }
+                Transport::Pipe => {
+                    ends.pipe_out.write_all(&buf[..size])?;
+                    ends.pipe_in.read_exact(&mut buf[..size])?;
+                }
+                Transport::Socket => {
+                    ends.sock.write_all(&buf[..size])?;
+                    ends.sock.read_exact(&mut buf[..size])?;
+                }
+                Transport::VmWritev => {
+                    vm_write(peer_pid, &buf[..size], peer_buf)?;
+                    ends.sock.write_all(&(buf.as_ptr() as u64).to_le_bytes())?;
+                    let mut done = [0u8; 1];
+                    ends.sock.read_exact(&mut done)?;
+                }
+            }
+            if !(step.warm_up && round == 0) {
+                s.halves.push(t.elapsed() / 2);
+            }
+        }
+        // The memcpy ceiling, measured between the same blocks.
+        if step.transport == Transport::Ring {
+            let m = memcpy.entry(size).or_default();
+            m.extend(memcpy_times(
+                &mut src[..size],
+                &mut dst[..size],
+                step.rounds,
+            ));
         }
     }
-    print_pingpong(&table);
+    let elapsed_pingpong = started.elapsed();
+    // The liveness probe (one F_OFD_GETLK) messages no longer make.
+    let probes = 20_000;
+    let t = Instant::now();
+    for _ in 0..probes {
+        std::hint::black_box(space.alive(2));
+    }
+    let probe = t.elapsed() / probes;
+
+    println!(
+        "Ping-pong over one space in {} (persistence: {}), {}; latency is half the round trip",
+        dir.display(),
+        persist.name(),
+        pins.map_or("one CPU, not pinned".into(), |(a, b)| format!(
+            "members pinned to CPUs {a} and {b}"
+        ))
+    );
     println!();
-    queue_table(&space, buf, &mut sock)?;
+    print_handshake(&samples, probe);
+    println!();
+    let memcpy: HashMap<usize, f64> = memcpy
+        .into_iter()
+        .map(|(size, mut v)| {
+            v.sort();
+            (size, size as f64 / v[v.len() / 2].as_secs_f64() / 1e9)
+        })
+        .collect();
+    print_bandwidth(&samples, &memcpy);
+    println!();
+    print_others(&samples);
+    println!();
+    queue_table(&space, buf, &mut ends.sock)?;
     child.wait()?;
     drop(space);
     Space::open(&path)?.destroy()?;
     let _ = std::fs::remove_dir_all(&work);
+    println!();
+    println!(
+        "ping-pong {:.1} s, total {:.1} s",
+        elapsed_pingpong.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -437,53 +650,159 @@ fn human(size: usize) -> String {
     }
 }
 
-fn memcpy_gbps(size: usize) -> f64 {
-    let src = vec![1u8; size];
-    let mut dst = vec![0u8; size];
-    let n = iters(size);
-    dst.copy_from_slice(&src);
-    let t = Instant::now();
-    for _ in 0..n {
-        dst.copy_from_slice(std::hint::black_box(&src));
-        std::hint::black_box(&dst);
-    }
-    (size * n) as f64 / t.elapsed().as_secs_f64() / 1e9
+/// Times of single-thread copies of `src` into `dst` (both hot: the
+/// first copy is not timed), `size` bytes each, batched for small sizes.
+fn memcpy_times(src: &mut [u8], dst: &mut [u8], rounds: usize) -> Vec<Duration> {
+    let batch = ((64usize << 10) / src.len().max(1)).max(1);
+    dst.copy_from_slice(src);
+    (0..rounds.div_ceil(batch).max(3))
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..batch {
+                dst.copy_from_slice(std::hint::black_box(&*src));
+                std::hint::black_box(&mut *dst);
+            }
+            t.elapsed() / batch as u32
+        })
+        .collect()
 }
 
-fn print_pingpong(table: &[(Transport, usize, Stats)]) {
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn print_handshake(samples: &HashMap<(Transport, usize), Samples>, probe: Duration) {
+    println!("Handshake: 8-byte messages (no copy to speak of), half a round trip");
+    println!("{:<34} {:>8} {:>8}", "", "p50 us", "p99 us");
+    for t in [
+        Transport::Eager,
+        Transport::EagerAsleep,
+        Transport::Sender,
+        Transport::CtsLate,
+        Transport::Split,
+        Transport::Ring,
+    ] {
+        let st = samples[&(t, 8)].stats();
+        println!("{:<34} {:>8.2} {:>8.2}", t.name(), us(st.p50), us(st.p99));
+    }
     println!(
-        "{:<20} {:>8} {:>11} {:>11} {:>10} {:>12}",
+        "{:<34} {:>8.2} {:>8}",
+        "liveness probe (F_OFD_GETLK)",
+        us(probe),
+        "-"
+    );
+    let early = samples[&(Transport::Sender, 8)].stats().p50;
+    let late = samples[&(Transport::CtsLate, 8)].stats().p50;
+    let eager = samples[&(Transport::Eager, 8)].stats().p50;
+    let asleep = samples[&(Transport::EagerAsleep, 8)].stats().p50;
+    println!(
+        "rendezvous handshake: {:.2} us over eager with the CTS posted early, {:.2} us with it posted late",
+        us(early.saturating_sub(eager)),
+        us(late.saturating_sub(eager))
+    );
+    println!(
+        "waking a receiver asleep on its futex: {:.2} us (why message waits spin 0.5 ms before they sleep)",
+        us(2 * asleep.saturating_sub(eager))
+    );
+}
+
+fn print_bandwidth(samples: &HashMap<(Transport, usize), Samples>, memcpy: &HashMap<usize, f64>) {
+    println!(
+        "Bandwidth, GB/s (size / half round trip, p50); x: ratio to the ring and to memcpy; * = what CopyBy::Auto does (split from {})",
+        human(SPLIT_MIN)
+    );
+    println!(
+        "{:>7} {:>7} | {:>8} {:>6} {:>6} | {:>8} {:>6} {:>6} {:>6} | {:>7} {:>7}",
+        "size",
+        "eager",
+        "1-copy",
+        "x ring",
+        "x mcpy",
+        "split",
+        "x ring",
+        "x mcpy",
+        "rcvr%",
+        "ring",
+        "memcpy"
+    );
+    let mut worst: Option<(f64, usize)> = None;
+    for size in bw_sizes() {
+        let g = |t| samples.get(&(t, size)).map(|s: &Samples| s.gbps(size));
+        let ring = g(Transport::Ring).unwrap();
+        let mc = memcpy.get(&size).copied().unwrap_or(f64::NAN);
+        let auto_split = size >= SPLIT_MIN;
+        let cell = |v: f64, chosen: bool| format!("{v:.2}{}", if chosen { "*" } else { " " });
+        let sender = g(Transport::Sender).unwrap();
+        let split = g(Transport::Split).unwrap();
+        let split_s = &samples[&(Transport::Split, size)];
+        let share = 100.0 * split_s.copied_here as f64 / split_s.received.max(1) as f64;
+        println!(
+            "{:>7} {:>7} | {:>8} {:>6.2} {:>6.2} | {:>8} {:>6.2} {:>6.2} {:>6.0} | {:>7.2} {:>7.2}",
+            human(size),
+            g(Transport::Eager).map_or("-".into(), |v| format!("{v:.2}")),
+            cell(sender, !auto_split),
+            sender / ring,
+            sender / mc,
+            cell(split, auto_split),
+            split / ring,
+            split / mc,
+            share,
+            ring,
+            mc
+        );
+        if size >= 8 << 10 {
+            let auto = if auto_split { split } else { sender };
+            let r = auto / ring;
+            if worst.is_none_or(|(w, _)| r < w) {
+                worst = Some((r, size));
+            }
+        }
+    }
+    if let Some((r, size)) = worst {
+        println!(
+            "one-copy (Auto) vs the ring, 8 KiB..64 MiB: worst {r:.2}x at {}",
+            human(size)
+        );
+    }
+    let mib = 1 << 20;
+    let auto = samples[&(Transport::Split, mib)].gbps(mib);
+    println!(
+        "one-copy (Auto) at 1 MiB: {:.0} % of memcpy",
+        100.0 * auto / memcpy[&mib]
+    );
+}
+
+fn print_others(samples: &HashMap<(Transport, usize), Samples>) {
+    println!("Other transports (one-copy: what CopyBy::Auto does)");
+    println!(
+        "{:<34} {:>8} {:>11} {:>11} {:>9} {:>9}",
         "transport", "size", "p50 us", "p99 us", "GB/s", "vs pipe"
     );
-    for &size in &SIZES {
-        let pipe = table
-            .iter()
-            .find(|(t, s, _)| *t == Transport::Pipe && *s == size)
-            .map(|r| r.2.p50);
-        for (t, _, st) in table.iter().filter(|(_, s, _)| *s == size) {
-            let gbps = size as f64 / st.p50.as_secs_f64() / 1e9;
-            let ratio = pipe.map_or("-".into(), |s| {
-                format!("{:.2}x", s.as_secs_f64() / st.p50.as_secs_f64())
-            });
+    for size in OTHER_SIZES {
+        let pipe = samples[&(Transport::Pipe, size)].stats().p50;
+        let auto = if size >= SPLIT_MIN {
+            Transport::Split
+        } else {
+            Transport::Sender
+        };
+        for t in [
+            auto,
+            Transport::Ring,
+            Transport::Pipe,
+            Transport::Socket,
+            Transport::VmWritev,
+        ] {
+            let st = samples[&(t, size)].stats();
             println!(
-                "{:<20} {:>8} {:>11.2} {:>11.2} {:>10.3} {:>12}",
+                "{:<34} {:>8} {:>11.2} {:>11.2} {:>9.3} {:>8.2}x",
                 t.name(),
                 human(size),
-                st.p50.as_secs_f64() * 1e6,
-                st.p99.as_secs_f64() * 1e6,
-                gbps,
-                ratio
+                us(st.p50),
+                us(st.p99),
+                size as f64 / st.p50.as_secs_f64() / 1e9,
+                pipe.as_secs_f64() / st.p50.as_secs_f64()
             );
         }
-        println!(
-            "{:<20} {:>8} {:>11} {:>11} {:>10.3} {:>12}",
-            "memcpy (ceiling)",
-            human(size),
-            "-",
-            "-",
-            memcpy_gbps(size),
-            "-"
-        );
     }
 }
 
