@@ -332,3 +332,48 @@ pub fn check_segment_size(segment_size: u64, max_members: u32) -> Result<(), Str
     }
     Ok(())
 }
+
+/// A split is cut into `SPLIT_PARTS` chunks (a multiple of 4 KiB each),
+/// but no chunk is shorter than `SPLIT_CHUNK_MIN` or longer than
+/// `SPLIT_CHUNK_MAX`: few claims, and a share small enough that the side
+/// still running can take over the rest.
+pub const SPLIT_CHUNK_MIN: u64 = 4 << 10;
+pub const SPLIT_CHUNK_MAX: u64 = 1 << 20;
+/// Set in `rts_len` when the sender published a split (a `SplitBlock`).
+pub const RTS_SPLIT: u64 = 1 << 63;
+
+/// The control block of a split copy. It lives in the mailbox's eager
+/// buffer, which is free for exactly as long as a split needs it: the
+/// sender writes it only after the receiver's clear-to-send for the
+/// message (so the receiver has taken the previous one), the receiver
+/// touches it only before it marks the message consumed, and the sender's
+/// next write to the buffer waits for that.
+#[repr(C)]
+pub struct SplitBlock {
+    /// Where the data starts (in the sender's segment).
+    pub src: AtomicU64,
+    /// Bytes per chunk; the last chunk holds the rest.
+    pub chunk: AtomicU64,
+    /// Chunks claimed: from the front in the low 32 bits, from the back in
+    /// the high 32 bits. A claim succeeds while the two add up to less than
+    /// the chunk count.
+    pub cursor: AtomicU64,
+    /// Bytes the receiver has copied (the sender waits for its share).
+    pub copied: AtomicU64,
+}
+
+/// The block starts on a cache line of its own inside the eager buffer.
+const BLOCK_AT: usize = (64 - std::mem::offset_of!(Mailbox, eager) % 64) % 64;
+const _: () = assert!(BLOCK_AT.is_multiple_of(8));
+const _: () = assert!(BLOCK_AT + std::mem::size_of::<SplitBlock>() <= EAGER_CAP);
+
+impl SplitBlock {
+    /// The split control block of mailbox `mb`.
+    pub fn of(mb: &Mailbox) -> &SplitBlock {
+        // SAFETY: the eager buffer is interior-mutable shared bytes, 8-aligned
+        // at BLOCK_AT (the mailbox is 64-aligned), and large enough (checked
+        // above); atomics are valid for any bit pattern. Who may touch it
+        // when is ordered by the sequence words (see the type's doc).
+        unsafe { &*(mb.eager.get().cast::<u8>().add(BLOCK_AT) as *const SplitBlock) }
+    }
+}

@@ -166,13 +166,18 @@ impl Space {
                 e,
             ));
         }
-        let base = match opts.base {
-            Some(b) => b,
+        // The range is reserved here and held until the file is mapped
+        // over it: another thread choosing the same base meanwhile moves on.
+        let reserved = match opts.base {
+            Some(b) => Reservation::take(b, total)?,
             None => (0..16)
-                .map(|a| default_base(name, total, a))
-                .find(|&b| range_is_free(b, total))
-                .unwrap_or_else(|| default_base(name, total, 0)),
+                .find_map(|a| Reservation::take(default_base(name, total, a), total).ok())
+                .ok_or(Error::AddressInUse {
+                    base: default_base(name, total, 0),
+                    len: total,
+                })?,
         };
+        let base = reserved.base as u64;
         let header = HeaderFixed::new(
             opts.max_members,
             opts.segment_size,
@@ -191,13 +196,13 @@ impl Space {
             .publish(&path)
             .map_err(|e| Error::io(path.display(), e))?;
         hints::register(&path);
-        Self::map(path, file, header, 0)
+        Self::map_reserved(path, file, header, reserved)
     }
 
     /// Maps an existing space without joining it (for tools).
     pub fn open(path: &Path) -> Result<Space> {
         let (file, header) = Self::read_header(path)?;
-        Self::map(path.to_path_buf(), file, header, 0)
+        Self::map(path.to_path_buf(), file, header)
     }
 
     /// Maps a space and joins it as member `id`. A slot left by a dead
@@ -209,7 +214,7 @@ impl Space {
     fn attach_with(path: &Path, id: u32, inherited_lock: Option<i32>) -> Result<Space> {
         let (file, header) = Self::read_header(path)?;
         check_id(id, header.max_members)?;
-        let mut space = Self::map(path.to_path_buf(), file, header, 0)?;
+        let mut space = Self::map(path.to_path_buf(), file, header)?;
         if space.destroyed() {
             return Err(Error::Destroyed);
         }
@@ -255,9 +260,19 @@ impl Space {
         Ok((file, header))
     }
 
-    fn map(path: PathBuf, file: File, header: HeaderFixed, id: u32) -> Result<Space> {
+    fn map(path: PathBuf, file: File, header: HeaderFixed) -> Result<Space> {
+        let reserved = Reservation::take(header.base, header.total_size)?;
+        Self::map_reserved(path, file, header, reserved)
+    }
+
+    fn map_reserved(
+        path: PathBuf,
+        file: File,
+        header: HeaderFixed,
+        reserved: Reservation,
+    ) -> Result<Space> {
         #[allow(unused_mut)]
-        let (base, mut persist) = map_fixed(&file, &path, header.base, header.total_size)?;
+        let (base, mut persist) = map_over(reserved, &file, &path)?;
         // Tests exercise every persistence path on tmpfs, and simulate
         // power loss; none of it is in a normal build.
         #[cfg(feature = "fault-injection")]
@@ -279,7 +294,7 @@ impl Space {
                 base,
                 len: header.total_size as usize,
             }),
-            id,
+            id: 0,
             generation: 0,
             lock: None,
             holder_pid: 0,
@@ -445,12 +460,16 @@ impl Space {
     }
 
     /// A zeroed byte buffer in this member's segment (one-copy receives
-    /// must land in one).
-    #[allow(clippy::mut_from_ref)]
-    pub fn alloc_bytes(&self, len: usize) -> Result<&mut [u8]> {
+    /// must land in one). The buffer is a handle, not a `&mut [u8]` from
+    /// `&self`: one owner in this process, borrowed mutably by whoever
+    /// writes it, a receive included (peers write it only then).
+    pub fn alloc_bytes(&self, len: usize) -> Result<SharedBuf<'_>> {
         let ptr = self.alloc(len.max(1), 64)?;
-        // SAFETY: freshly allocated, exclusively ours, inside the mapping.
-        Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+        Ok(SharedBuf {
+            ptr,
+            len,
+            _space: std::marker::PhantomData,
+        })
     }
 
     /// Leaves the space: the slot is freed for another process.
@@ -538,79 +557,76 @@ fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// Is [base, base+len) unmapped in this process?
-fn range_is_free(base: u64, len: u64) -> bool {
-    // SAFETY: an anonymous PROT_NONE probe mapping, removed at once.
-    let p = unsafe {
-        libc::mmap(
-            base as *mut libc::c_void,
-            len as usize,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE
-                | libc::MAP_ANONYMOUS
-                | libc::MAP_FIXED_NOREPLACE
-                | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return false;
-    }
-    unsafe { libc::munmap(p, len as usize) };
-    p as u64 == base
-}
-
 const TMPFS_MAGIC: i64 = 0x0102_1994;
 
-/// Maps the file at exactly `base`, with MAP_SYNC where the filesystem is
-/// DAX, and picks the persistence mode to match.
+/// The space's address range, claimed in this process with an anonymous
+/// MAP_FIXED_NOREPLACE mapping until the file is mapped over it.
 ///
-/// The range is first claimed with an anonymous MAP_FIXED_NOREPLACE
-/// reservation, then the file is mapped over that claim with MAP_FIXED:
-/// MAP_SHARED_VALIDATE refuses MAP_FIXED_NOREPLACE (EOPNOTSUPP, it is not
-/// a legacy flag), so asking for MAP_SYNC and "no replace" at once would
-/// silently lose MAP_SYNC on every DAX mount.
-fn map_fixed(file: &File, path: &Path, base: u64, len: u64) -> Result<(*mut u8, PersistMode)> {
+/// Reserving first also makes MAP_SYNC possible: MAP_SHARED_VALIDATE
+/// refuses MAP_FIXED_NOREPLACE (EOPNOTSUPP, it is not a legacy flag), so
+/// asking for MAP_SYNC and "no replace" at once would silently lose
+/// MAP_SYNC on every DAX mount; the file is mapped over our own claim with
+/// MAP_FIXED instead.
+struct Reservation {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Reservation {
+    fn take(base: u64, len: u64) -> Result<Reservation> {
+        // SAFETY: an anonymous reservation that replaces nothing.
+        let p = unsafe {
+            libc::mmap(
+                base as *mut libc::c_void,
+                len as usize,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE
+                    | libc::MAP_ANONYMOUS
+                    | libc::MAP_NORESERVE
+                    | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EEXIST) {
+                return Err(Error::AddressInUse { base, len });
+            }
+            return Err(Error::io(format!("reserving {base:#x}+{len:#x}"), e));
+        }
+        let r = Reservation {
+            base: p,
+            len: len as usize,
+        };
+        if p as u64 != base {
+            // A kernel without MAP_FIXED_NOREPLACE took the address as a
+            // hint (the reservation is dropped, and unmapped, here).
+            return Err(Error::AddressInUse { base, len });
+        }
+        Ok(r)
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        // SAFETY: our own reservation (not yet replaced by the file).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// Maps the file over `reserved`, with MAP_SYNC where the filesystem is
+/// DAX, and picks the persistence mode to match.
+fn map_over(reserved: Reservation, file: &File, path: &Path) -> Result<(*mut u8, PersistMode)> {
     let fd = file.as_raw_fd();
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: fstatfs fills the struct we own.
     let on_tmpfs = unsafe { libc::fstatfs(fd, &mut fs) } == 0 && fs.f_type as i64 == TMPFS_MAGIC;
-    // SAFETY: an anonymous reservation that replaces nothing.
-    let claim = unsafe {
-        libc::mmap(
-            base as *mut libc::c_void,
-            len as usize,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE
-                | libc::MAP_ANONYMOUS
-                | libc::MAP_NORESERVE
-                | libc::MAP_FIXED_NOREPLACE,
-            -1,
-            0,
-        )
-    };
-    if claim == libc::MAP_FAILED {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EEXIST) {
-            return Err(Error::AddressInUse { base, len });
-        }
-        return Err(Error::io(
-            format!("reserving the range of {}", path.display()),
-            e,
-        ));
-    }
-    if claim as u64 != base {
-        // A kernel without MAP_FIXED_NOREPLACE took the address as a hint.
-        // SAFETY: our own reservation.
-        unsafe { libc::munmap(claim, len as usize) };
-        return Err(Error::AddressInUse { base, len });
-    }
     // SAFETY: replaces only our own reservation, with the file.
     let over = |flags| unsafe {
         libc::mmap(
-            claim,
-            len as usize,
+            reserved.base,
+            reserved.len,
             libc::PROT_READ | libc::PROT_WRITE,
             flags | libc::MAP_FIXED,
             fd,
@@ -630,10 +646,38 @@ fn map_fixed(file: &File, path: &Path, base: u64, len: u64) -> Result<(*mut u8, 
         }
     };
     if p == libc::MAP_FAILED {
-        let e = std::io::Error::last_os_error();
-        // SAFETY: our own reservation, still in place.
-        unsafe { libc::munmap(claim, len as usize) };
-        return Err(Error::io(format!("mapping {}", path.display()), e));
+        // The reservation is still in place and unmapped when dropped.
+        return Err(Error::io(
+            format!("mapping {}", path.display()),
+            std::io::Error::last_os_error(),
+        ));
     }
+    // The file replaced the reservation: it is the Mapping's to unmap now.
+    std::mem::forget(reserved);
     Ok((p as *mut u8, mode))
+}
+
+/// Bytes in this member's segment, from [`Space::alloc_bytes`]; valid as
+/// long as the `Space` is (the lifetime ties them).
+pub struct SharedBuf<'a> {
+    ptr: *mut u8,
+    len: usize,
+    _space: std::marker::PhantomData<&'a Space>,
+}
+
+impl std::ops::Deref for SharedBuf<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: our own allocation inside the mapping, alive for 'a.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl std::ops::DerefMut for SharedBuf<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for deref; &mut self makes this the only borrow in
+        // this process, and peers write only into a buffer posted by a
+        // receive, which holds that borrow.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
 }

@@ -217,7 +217,7 @@ fn receivers_survive_senders_killed_mid_transfer() {
     for i in 0..30 {
         let s = space(&format!("midcopy-{i}"), 2, 12);
         let me = Space::attach(&s.path, 2).unwrap();
-        let buf = me.alloc_bytes(8 << 20).unwrap();
+        let mut buf = me.alloc_bytes(8 << 20).unwrap();
         let sizes: Vec<String> = std::iter::repeat_n(big.clone(), 1000).collect();
         let mut sender = peer(&s.path, 1, "send", &[vec!["2".into()], sizes].concat(), &[]);
         let joined = Instant::now();
@@ -236,7 +236,7 @@ fn receivers_survive_senders_killed_mid_transfer() {
         let t = Instant::now();
         let mut got = 0;
         let end = loop {
-            match me.recv(1, buf) {
+            match me.recv(1, &mut buf) {
                 Ok(n) => {
                     assert_eq!(n, 8 << 20);
                     got += 1;

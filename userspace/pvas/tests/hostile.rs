@@ -107,10 +107,10 @@ fn impossible_mailbox_values_from_a_peer_are_refused_not_trusted() {
         &format!("eager message of {} bytes", EAGER_CAP + 1),
     );
     // A rendezvous "copied" past the buffer this member posted.
-    let posted = me.alloc_bytes(64).unwrap();
+    let mut posted = me.alloc_bytes(64).unwrap();
     post(2, KIND_RENDEZVOUS, 1 << 30);
     refused(
-        me.recv(2, posted).unwrap_err(),
+        me.recv(2, &mut posted).unwrap_err(),
         "1073741824-byte message copied into a 64-byte buffer",
     );
     // A rendezvous into a buffer it never posted.
@@ -301,8 +301,8 @@ proptest! {
         let mut outside = vec![0u8; cap];
         let t = Instant::now();
         let r = if in_segment {
-            let buf = me.alloc_bytes(cap).unwrap();
-            me.recv(2, buf).map(|n| (n, cap))
+            let mut buf = me.alloc_bytes(cap).unwrap();
+            me.recv(2, &mut buf).map(|n| (n, cap))
         } else {
             me.recv(2, &mut outside).map(|n| (n, cap))
         };

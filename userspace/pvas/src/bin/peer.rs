@@ -3,6 +3,7 @@
 //! the SKY_PVAS_* environment, as `scx_sky pvas run` sets it); prints `ok ...` lines
 //! and exits 0 on success, prints `error: ...` and exits 1 otherwise.
 
+use sky_pvas::msg::CopyBy;
 use sky_pvas::pattern;
 use sky_pvas::pmq::{Mode, PmQueue, QueueSpec};
 use sky_pvas::{Error, Space};
@@ -51,6 +52,22 @@ fn run(args: &[String]) -> Result<(), Error> {
         return Err(Error::Invalid(
             "usage: sky-pvas-peer PATH ID ROLE [ARGS]".into(),
         ));
+    }
+    // Tests that need both members running at once pin them apart.
+    if let Some(cpu) = std::env::var("SKY_PVAS_PEER_CPU")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+    {
+        // SAFETY: cpu_set_t is plain data; CPU_SET with a checked index.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        if cpu < libc::CPU_SETSIZE as usize {
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+        // SAFETY: a valid set of the size given.
+        if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0
+        {
+            return Err(Error::Invalid(format!("cannot run on CPU {cpu}")));
+        }
     }
     // PATH "-": attach as `scx_sky pvas run` set up (SKY_PVAS_* variables).
     let space = if args[0] == "-" {
@@ -122,9 +139,9 @@ fn run(args: &[String]) -> Result<(), Error> {
         "recv" => {
             let from: u32 = num(rest, 0, "peer")?;
             let sizes: Vec<usize> = rest[1..].iter().filter_map(|s| s.parse().ok()).collect();
-            let buf = space.alloc_bytes(sizes.iter().copied().max().unwrap_or(0))?;
+            let mut buf = space.alloc_bytes(sizes.iter().copied().max().unwrap_or(0))?;
             for (k, &size) in sizes.iter().enumerate() {
-                let n = space.recv(from, buf)?;
+                let n = space.recv(from, &mut buf)?;
                 if n != size {
                     return Err(Error::Invalid(format!(
                         "message {k}: {n} bytes, expected {size}"
@@ -137,6 +154,90 @@ fn run(args: &[String]) -> Result<(), Error> {
                 }
             }
             say(format!("ok received={}", sizes.len()));
+        }
+        // send-split TO auto|both|sender SIZES...: message k is pattern k,
+        // sent from this member's segment (so the receiver can copy part
+        // of it); prints the bytes this side copied of each.
+        "send-split" => {
+            let to: u32 = num(rest, 0, "peer")?;
+            let by = match rest.get(1).map(String::as_str) {
+                Some("auto") => CopyBy::Auto,
+                Some("both") => CopyBy::Both,
+                Some("sender") => CopyBy::Sender,
+                other => {
+                    return Err(Error::Invalid(format!(
+                        "copy mode {other:?} is not auto, both or sender"
+                    )))
+                }
+            };
+            let sizes: Vec<usize> = rest[2..].iter().filter_map(|s| s.parse().ok()).collect();
+            let mut data = space.alloc_bytes(sizes.iter().copied().max().unwrap_or(0))?;
+            say("ok ready".into());
+            let mut copied = Vec::new();
+            for (k, &size) in sizes.iter().enumerate() {
+                pattern::fill(k as u64, &mut data[..size]);
+                let mine = space.send_with(to, &data[..size], by)?;
+                // The data is ours again once send returns: overwrite the
+                // receiver's share at once (from where the two shares
+                // meet; the lower ID copies the front), so a receiver
+                // still reading it would get a torn message.
+                if space.id() < to {
+                    data[mine..size].fill(0xee);
+                } else {
+                    for page in data[..size - mine].rchunks_mut(4096) {
+                        page.fill(0xee);
+                    }
+                }
+                copied.push(mine.to_string());
+            }
+            say(format!(
+                "ok sent={} copied={}",
+                sizes.len(),
+                copied.join(",")
+            ));
+        }
+        // send-split-stream TO COUNT SIZE: COUNT split messages of SIZE
+        // bytes, pattern k % 2 (prepared once: the time goes to sending).
+        "send-split-stream" => {
+            let to: u32 = num(rest, 0, "peer")?;
+            let count: u64 = num(rest, 1, "count")?;
+            let size: usize = num(rest, 2, "size")?;
+            let mut data = [space.alloc_bytes(size)?, space.alloc_bytes(size)?];
+            pattern::fill(0, &mut data[0]);
+            pattern::fill(1, &mut data[1]);
+            say("ok ready".into());
+            for k in 0..count {
+                space.send_with(to, &data[k as usize % 2], CopyBy::Both)?;
+            }
+            say(format!("ok sent={count}"));
+        }
+        // recv-split FROM SIZES...: like recv, and prints the bytes this
+        // side copied of each message.
+        "recv-split" => {
+            let from: u32 = num(rest, 0, "peer")?;
+            let sizes: Vec<usize> = rest[1..].iter().filter_map(|s| s.parse().ok()).collect();
+            let mut buf = space.alloc_bytes(sizes.iter().copied().max().unwrap_or(0))?;
+            let mut copied = Vec::new();
+            for (k, &size) in sizes.iter().enumerate() {
+                let r = space.recv_with(from, &mut buf)?;
+                if r.len != size {
+                    return Err(Error::Invalid(format!(
+                        "message {k}: {} bytes, expected {size}",
+                        r.len
+                    )));
+                }
+                if let Some(at) = pattern::first_mismatch(k as u64, &buf[..size]) {
+                    return Err(Error::Invalid(format!(
+                        "message {k} ({size} B) differs at byte {at}"
+                    )));
+                }
+                copied.push(r.copied_here.to_string());
+            }
+            say(format!(
+                "ok received={} copied={}",
+                sizes.len(),
+                copied.join(",")
+            ));
         }
         // queue-send MODE RECEIVER COUNT ENTRY_SIZE ENTRIES [SLOT]
         "queue-send" | "queue-recv" => {
