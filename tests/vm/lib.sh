@@ -10,6 +10,21 @@ alive() {
 	[ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
 }
 
+# wait_line FILE TEXT PID TENTHS: waits until FILE contains TEXT; gives up
+# (printing FILE, status 1) once PID is gone or after TENTHS tenths of a
+# second.
+wait_line() {
+	tenths=0
+	until grep -q "$2" "$1"; do
+		if ! alive "$3" || [ "$tenths" -ge "$4" ]; then
+			cat "$1"
+			return 1
+		fi
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+}
+
 # wait_state WANT [PID]: wait up to 30 s for sched_ext to reach WANT; give
 # up at once if PID (the scheduler) has exited.
 wait_state() {
@@ -133,15 +148,7 @@ disable_reasons() {
 start_trace() {
 	sky-work trace-waits >/tmp/trace.out 2>/tmp/trace.err &
 	TRACE_PID=$!
-	tenths=0
-	until grep -q 'tracing scheduler events' /tmp/trace.err; do
-		if ! alive "$TRACE_PID" || [ "$tenths" -ge 100 ]; then
-			cat /tmp/trace.err
-			break
-		fi
-		sleep 0.1
-		tenths=$((tenths + 1))
-	done
+	wait_line /tmp/trace.err 'tracing scheduler events' "$TRACE_PID" 100 || true
 }
 
 # trace_mark TEXT: a line in the trace (the observer reads sky-hotplug-begin

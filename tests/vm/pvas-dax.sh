@@ -20,15 +20,7 @@ failed=0
 mkdir -p /mnt/pmem/bench
 setsid sky-pvas-bench /mnt/pmem/bench >/tmp/bench.out 2>&1 &
 bench=$!
-tenths=0
-until grep -q 'persistence: ' /tmp/bench.out; do
-	if ! alive "$bench" || [ "$tenths" -ge 600 ]; then
-		cat /tmp/bench.out
-		break
-	fi
-	sleep 0.1
-	tenths=$((tenths + 1))
-done
+wait_line /tmp/bench.out 'persistence: ' "$bench" 600
 persist=$(sed -n 's/.*(persistence: \([a-z+]*\).*/\1/p' /tmp/bench.out | head -n 1)
 # The write-back instruction, when the method names one: "flush+fence (clwb)".
 flush=$(sed -n 's/.*(persistence: [a-z+]* (\([a-z]*\)).*/\1/p' /tmp/bench.out | head -n 1)

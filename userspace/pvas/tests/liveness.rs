@@ -30,6 +30,23 @@ fn proc_state(pid: u32) -> Option<char> {
         .next()
 }
 
+/// Member 1 started as `scx_sky pvas run` starts it: attaching from the
+/// SKY_PVAS_* environment with the slot lock descriptor `lock_fd`.
+fn launched_member(path: &std::path::Path, lock_fd: &str) -> Peer {
+    let path = path.to_str().unwrap();
+    peer(
+        std::path::Path::new("-"),
+        1,
+        "hold",
+        &[],
+        &[
+            ("SKY_PVAS_PATH", path),
+            ("SKY_PVAS_ID", "1"),
+            ("SKY_PVAS_LOCK_FD", lock_fd),
+        ],
+    )
+}
+
 /// A member killed but not yet reaped still has /proc/PID/stat with its
 /// start time: it is dead all the same, and a waiting peer is told so.
 #[test]
@@ -87,19 +104,7 @@ fn a_reserved_slot_is_held_until_the_program_attaches_with_it() {
         p.line(Duration::from_secs(10)).unwrap_or_default()
     };
     assert_eq!(taken(), "error: member ID 1 is held by a live process");
-    let fd_text = fd.to_string();
-    let path = s.path.to_str().unwrap().to_string();
-    let member = peer(
-        std::path::Path::new("-"),
-        1,
-        "hold",
-        &[],
-        &[
-            ("SKY_PVAS_PATH", &path),
-            ("SKY_PVAS_ID", "1"),
-            ("SKY_PVAS_LOCK_FD", &fd_text),
-        ],
-    );
+    let member = launched_member(&s.path, &fd.to_string());
     // The child has its copy; ours goes (the launcher exec'd in reality).
     // SAFETY: closing the descriptor reserve_for_exec gave us.
     unsafe { libc::close(fd) };
@@ -123,23 +128,12 @@ fn a_reserved_slot_is_held_until_the_program_attaches_with_it() {
 #[test]
 fn a_bad_inherited_lock_descriptor_is_refused() {
     let s = space("bad-lock-fd", 2, 2);
-    let path = s.path.to_str().unwrap().to_string();
     for (value, says) in [
         ("12x", "not a descriptor number"),
         ("999", "no such open descriptor"),
         ("0", "different file"),
     ] {
-        let member = peer(
-            std::path::Path::new("-"),
-            1,
-            "hold",
-            &[],
-            &[
-                ("SKY_PVAS_PATH", &path),
-                ("SKY_PVAS_ID", "1"),
-                ("SKY_PVAS_LOCK_FD", value),
-            ],
-        );
+        let member = launched_member(&s.path, value);
         let line = member.line(Duration::from_secs(10)).unwrap_or_default();
         assert!(
             line.starts_with("error:") && line.contains(says),
