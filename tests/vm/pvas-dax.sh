@@ -46,7 +46,8 @@ tests=${*:-$(sky-pvas-crash-tests --list 2>/dev/null | sed -n 's/: test$//p')}
 mount -o remount,ro /dev/shm
 for t in $tests; do
 	start=$(date +%s)
-	SKY_PVAS_TEST_DIR=/mnt/pmem sky-pvas-crash-tests --exact --test-threads=1 "$t" \
+	SKY_PVAS_TEST_DIR=/mnt/pmem SKY_PVAS_PEER=/bin/sky-pvas-crash-peer \
+		sky-pvas-crash-tests --exact --test-threads=1 "$t" \
 		>/tmp/crash.out 2>&1
 	rc=$?
 	cat /tmp/crash.out

@@ -67,7 +67,11 @@ pub fn peer(
     args: &[String],
     env: &[(&str, &str)],
 ) -> Peer {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sky-pvas-peer"));
+    // SKY_PVAS_PEER: where the peer is when the tests run elsewhere than
+    // where they were built (tests/vm/pvas-dax.sh).
+    let exe = std::env::var_os("SKY_PVAS_PEER")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_sky-pvas-peer").into());
+    let mut cmd = Command::new(exe);
     cmd.arg(path)
         .arg(id.to_string())
         .arg(role)
