@@ -1,0 +1,19 @@
+//! Shared-cache gangs (SEEDS.md §3): a gang is a set of tasks that share
+//! data — the threads of one process by default, the member processes of
+//! one shared space, a cgroup, or what a rule says. A memory-bound gang
+//! runs at less than half the CPI when all of it shares one last-level
+//! cache ("All share") and no other memory-bound gang does (the domain is
+//! Clean, not Dirty).
+//!
+//! - [`rules`]: which tasks form a gang (command line and policy file).
+//! - [`cpi_test`]: is a gang memory-bound? The paper's test: do its CPI
+//!   samples under All share and under Partial share differ significantly.
+//! - [`planner`]: a home LLC domain per memory-bound gang, domains kept
+//!   Empty or Clean while that is possible, with hysteresis.
+//!
+//! Data flows one way: rules + counters → this crate → the gang map and
+//! home domains the daemon hands to BPF.
+
+pub mod cpi_test;
+pub mod planner;
+pub mod rules;
