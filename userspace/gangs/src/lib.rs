@@ -10,6 +10,7 @@
 //!   samples under All share and under Partial share differ significantly.
 //! - [`planner`]: a home LLC domain per memory-bound gang, domains kept
 //!   Empty or Clean while that is possible, with hysteresis.
+//! - [`table`]: the running tasks grouped by the rules, with stable IDs.
 //!
 //! Data flows one way: rules + counters → this crate → the gang map and
 //! home domains the daemon hands to BPF.
@@ -17,3 +18,4 @@
 pub mod cpi_test;
 pub mod planner;
 pub mod rules;
+pub mod table;
