@@ -174,7 +174,7 @@ fn untrusted(path: &Path, why: String) -> Error {
     }
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
+pub(crate) fn c_name(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput.into())
 }
 

@@ -10,7 +10,7 @@
 //! have made or that could hang it.
 
 use crate::files::{self, Trust};
-use crate::layout::{HeaderFixed, MemberSlot, FIXED_BYTES, HEADER_BYTES, SLOT_ACTIVE};
+use crate::layout::{HeaderFixed, MemberSlot, HEADER_BYTES, SLOT_ACTIVE};
 use crate::liveness;
 use crate::membership::Member;
 use crate::space::FILE_PREFIX;
@@ -88,8 +88,9 @@ fn canonical(path: &Path) -> Option<PathBuf> {
     Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
 }
 
+/// `name` as a C string, None if it holds a NUL.
 fn c(name: &OsStr) -> Option<CString> {
-    CString::new(name.as_bytes()).ok()
+    files::c_name(name).ok()
 }
 
 /// This user's registry directory, created (0700) if missing; refused if
@@ -255,14 +256,7 @@ fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, V
         Some(t) => files::open_space_file(path, false, t)?,
         None => files::open_regular(path, false)?.0,
     };
-    let len = file
-        .metadata()
-        .map_err(|e| Error::io(path.display(), e))?
-        .len();
-    let mut head = [0u8; FIXED_BYTES];
-    file.read_exact_at(&mut head, 0)
-        .map_err(|e| Error::io(path.display(), e))?;
-    let header = HeaderFixed::parse(&head, len)?;
+    let header = crate::space::read_header_of(&file, path)?;
     let slot_size = size_of::<MemberSlot>();
     let mut table = vec![0u8; (header.max_members as usize + 1) * slot_size];
     file.read_exact_at(&mut table, HEADER_BYTES as u64)
@@ -280,8 +274,7 @@ fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, V
             (owner != 0 && state == SLOT_ACTIVE).then(|| Member {
                 id: id as u32,
                 pid: owner as u32,
-                alive: liveness::slot_locked(std::os::fd::AsRawFd::as_raw_fd(&file), id as u32)
-                    .unwrap_or(false),
+                alive: liveness::slot_locked(std::os::fd::AsRawFd::as_raw_fd(&file), id as u32),
                 pm_writer: word(id, offset_of!(MemberSlot, pm_writer), 4) != 0,
             })
         })

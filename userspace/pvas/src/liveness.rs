@@ -44,13 +44,13 @@ fn flock(kind: libc::c_int, id: u32) -> libc::flock {
 /// Is slot `id` locked by an open file description other than the one
 /// behind `probe`? Works on a read-only descriptor (F_OFD_GETLK checks no
 /// access mode), so the scheduler daemon can ask without write access.
-pub(crate) fn slot_locked(probe: RawFd, id: u32) -> std::io::Result<bool> {
+/// F_OFD_GETLK on a valid descriptor and range cannot fail; if it did,
+/// the slot counts as not held.
+pub(crate) fn slot_locked(probe: RawFd, id: u32) -> bool {
     let mut fl = flock(libc::F_WRLCK, id);
     // SAFETY: fcntl with a valid flock the kernel fills in.
-    if unsafe { libc::fcntl(probe, libc::F_OFD_GETLK, &mut fl) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+    let asked = unsafe { libc::fcntl(probe, libc::F_OFD_GETLK, &mut fl) } == 0;
+    asked && fl.l_type != libc::F_UNLCK as libc::c_short
 }
 
 /// The lock that makes this process member `id`: a private open file
@@ -68,7 +68,7 @@ impl SlotLock {
     pub fn take(space_file: &File, path: &Path, id: u32) -> Result<SlotLock> {
         // A new open file description of the same inode (reopening the
         // path could reach a different file if it was renamed meanwhile).
-        let proc_path = format!("/proc/self/fd/{}", space_file.as_raw_fd());
+        let proc_path = crate::files::fd_path(space_file.as_raw_fd());
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)

@@ -46,7 +46,7 @@ impl Space {
         }
         let mut space = self.share_mapping()?;
         let lock = SlotLock::take(&space.file, &space.path, id)?;
-        space.claim(id, lock)?;
+        space.claim(id, lock);
         Ok(space)
     }
 
@@ -55,14 +55,11 @@ impl Space {
     /// membership's epoch: odd while the shared state is being reset, so
     /// no peer starts talking to a half-reset member, and every waiter on
     /// the previous member sees the epoch change and fails.
-    pub(crate) fn claim(&mut self, id: u32, lock: SlotLock) -> Result<()> {
+    pub(crate) fn claim(&mut self, id: u32, lock: SlotLock) {
         let me = proc::my_pid();
         let start = proc::start_time(me).unwrap_or(0);
+        let generation = self.begin_join(id);
         let slot = self.slot(id);
-        slot.state.store(SLOT_JOINING, Ordering::Release);
-        let mut generation = slot.generation.load(Ordering::Acquire);
-        generation = generation.wrapping_add(1 + (generation & 1));
-        slot.generation.store(generation, Ordering::Release);
         self.reset_member_state(id);
         slot.owner.store(owner_word(me, start), Ordering::Release);
         slot.pm_writer.store(0, Ordering::Relaxed);
@@ -74,7 +71,19 @@ impl Space {
         self.generation = generation;
         self.lock = Some(lock);
         self.holder_pid = me;
-        Ok(())
+    }
+
+    /// Marks slot `id` (whose lock this process holds) as joining: state
+    /// JOINING and a new, odd generation, so peers neither talk to it nor
+    /// keep waiting on the member it was. Returns that generation.
+    fn begin_join(&self, id: u32) -> u32 {
+        let slot = self.slot(id);
+        slot.state.store(SLOT_JOINING, Ordering::Release);
+        let now = slot.generation.load(Ordering::Acquire);
+        // Even (settled) + 1, or odd (a claimer died mid-join) + 2.
+        let generation = now.wrapping_add(1 + (now & 1));
+        slot.generation.store(generation, Ordering::Release);
+        generation
     }
 
     /// A fresh membership starts from clean shared state: its export area
@@ -155,20 +164,12 @@ impl Space {
         done: &mut dyn FnMut() -> bool,
     ) -> Result<Option<Peer>> {
         self.check_id(id)?;
-        let slot = self.slot(id);
-        // The epoch is read first: a claim that starts after this read
-        // changes it, and every wait on the snapshot then fails.
         // A member that died without leaving (slot still active, lock
         // gone) will not come back as itself: that is PeerGone, at once.
-        let joined = || {
-            let generation = slot.generation.load(Ordering::Acquire);
-            if generation & 1 == 1 || slot.state.load(Ordering::Acquire) != SLOT_ACTIVE {
-                return Ok(None);
-            }
-            if !self.alive(id) {
-                return Err(Error::PeerGone(id));
-            }
-            Ok(Some(generation))
+        let joined = || match self.active_peer(id) {
+            None => Ok(None),
+            Some(_) if !self.alive(id) => Err(Error::PeerGone(id)),
+            Some(p) => Ok(Some(p.generation)),
         };
         let mut generation = joined();
         if !matches!(generation, Ok(Some(_))) {
@@ -219,6 +220,18 @@ impl Space {
         }
     }
 
+    /// Member `id` (a checked ID) if its slot holds a settled, active
+    /// membership, from two words: no system call, so messages may ask on
+    /// every call. Whether it is still alive is the waits' question.
+    pub(crate) fn active_peer(&self, id: u32) -> Option<Peer> {
+        let slot = self.slot(id);
+        // The epoch is read first: a claim that starts after this read
+        // changes it, and every wait on the snapshot then fails.
+        let generation = slot.generation.load(Ordering::Acquire);
+        (generation & 1 == 0 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE)
+            .then_some(Peer { id, generation })
+    }
+
     /// Is `p` still the same live membership?
     pub(crate) fn peer_is(&self, p: Peer) -> bool {
         self.slot(p.id).generation.load(Ordering::Acquire) == p.generation && self.alive(p.id)
@@ -227,8 +240,7 @@ impl Space {
     /// Does a live process hold member slot `id`? Asked of the kernel (the
     /// slot lock), not of the pid in the table.
     pub fn alive(&self, id: u32) -> bool {
-        // F_OFD_GETLK on a valid descriptor and range cannot fail.
-        liveness::slot_locked(self.file.as_raw_fd(), id).unwrap_or(false)
+        liveness::slot_locked(self.file.as_raw_fd(), id)
     }
 
     /// This membership's epoch (0 for a handle that is not a member).
@@ -253,13 +265,7 @@ impl Space {
         self.check_id(id)?;
         let lock = SlotLock::take(&self.file, &self.path, id)?;
         // Ours now: peers see a member joining, not the previous one.
-        let slot = self.slot(id);
-        slot.state.store(SLOT_JOINING, Ordering::Release);
-        let generation = slot.generation.load(Ordering::Acquire);
-        slot.generation.store(
-            generation.wrapping_add(1 + (generation & 1)),
-            Ordering::Release,
-        );
+        self.begin_join(id);
         Ok(lock.into_inheritable_fd())
     }
 

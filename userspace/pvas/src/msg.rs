@@ -154,18 +154,6 @@ impl Space {
         Ok(&self.export(receiver)?.mailboxes[sender as usize])
     }
 
-    /// Member `id` (a checked ID) if it is an active member, from two
-    /// words: no system call on the way of every message. Whether it is
-    /// still alive is checked by the waits (before each sleep), so a
-    /// member that died unannounced fails the first wait that depends on
-    /// it; a send that needs nothing from it can still complete.
-    fn active_peer(&self, id: u32) -> Option<Peer> {
-        let slot = self.slot(id);
-        let generation = slot.generation.load(Ordering::Acquire);
-        (generation & 1 == 0 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE)
-            .then_some(Peer { id, generation })
-    }
-
     /// Spins up to `budget` for `ready` (yielding now and then after
     /// `YIELD_AFTER`), then waits as usual: spins a little more, then
     /// sleeps, checking that `peer` is alive.

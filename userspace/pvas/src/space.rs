@@ -94,7 +94,7 @@ unsafe impl Sync for Mapping {}
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: unmapping exactly what map_fixed mapped, once.
+        // SAFETY: unmapping exactly what map_over mapped, once.
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
     }
 }
@@ -222,7 +222,7 @@ impl Space {
             Some(fd) => SlotLock::adopt(fd, &space.file, path, id)?,
             None => SlotLock::take(&space.file, path, id)?,
         };
-        space.claim(id, lock)?;
+        space.claim(id, lock);
         Ok(space)
     }
 
@@ -250,13 +250,7 @@ impl Space {
     /// (see `files::space_file_refusal`).
     fn read_header(path: &Path) -> Result<(File, HeaderFixed)> {
         let file = files::open_space_file(path, true, &files::Trust::me())?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(path.display(), e))?
-            .len();
-        let mut buf = [0u8; FIXED_BYTES];
-        let n = read_prefix(&file, &mut buf).map_err(|e| Error::io(path.display(), e))?;
-        let header = HeaderFixed::parse(&buf[..n], len)?;
+        let header = read_header_of(&file, path)?;
         Ok((file, header))
     }
 
@@ -544,6 +538,18 @@ fn check_id(id: u32, max_members: u32) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The header of the space file `file` (at `path`), read with plain reads
+/// and checked against the file's length: a short file is `Truncated`.
+pub(crate) fn read_header_of(file: &File, path: &Path) -> Result<HeaderFixed> {
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path.display(), e))?
+        .len();
+    let mut buf = [0u8; FIXED_BYTES];
+    let n = read_prefix(file, &mut buf).map_err(|e| Error::io(path.display(), e))?;
+    HeaderFixed::parse(&buf[..n], len)
 }
 
 fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -77,7 +77,6 @@ impl Desc {
     }
 
     fn checksum(&self) -> u32 {
-        let mut h: u32 = 0x811c_9dc5;
         let words = [
             self.epoch,
             self.offset,
@@ -87,11 +86,8 @@ impl Desc {
             self.receiver as u64,
             self.mode as u64,
         ];
-        for b in words.iter().flat_map(|w| w.to_le_bytes()) {
-            h = (h ^ b as u32).wrapping_mul(0x0100_0193);
-        }
         // Zero is what a never-written descriptor holds.
-        h | 1
+        super::fnv1a(words.iter().flat_map(|w| w.to_le_bytes())) | 1
     }
 }
 

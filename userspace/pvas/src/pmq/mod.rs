@@ -123,19 +123,24 @@ pub struct PmQueue<'a> {
     durable_at_open: Cell<u64>,
 }
 
+/// 32-bit FNV-1a: enough to tell a torn, stale or foreign record from a
+/// complete one (queue entries and descriptors).
+fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u32 {
+    bytes.into_iter().fold(0x811c_9dc5, |h: u32, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// An entry's checksum, over the epoch, sequence number and payload: an
+/// entry of an earlier epoch never checks out in this one.
 fn checksum(epoch: u64, seq: u64, payload: &[u8]) -> u32 {
-    // FNV-1a over the epoch, sequence number and payload: tells a torn,
-    // stale or earlier-epoch entry from a complete one.
-    let mut h: u32 = 0x811c_9dc5;
-    for b in epoch
-        .to_le_bytes()
-        .iter()
-        .chain(&seq.to_le_bytes())
-        .chain(payload)
-    {
-        h = (h ^ *b as u32).wrapping_mul(0x0100_0193);
-    }
-    h
+    fnv1a(
+        epoch
+            .to_le_bytes()
+            .into_iter()
+            .chain(seq.to_le_bytes())
+            .chain(payload.iter().copied()),
+    )
 }
 
 #[cfg(feature = "fault-injection")]
