@@ -84,10 +84,14 @@ pub fn run(cmd: PvasCommand) -> Result<()> {
             // Pids read from the member table are only labels any member
             // can write: signal only those the kernel shows holding their
             // slot's lock on this very file.
-            let verified: Vec<u32> = members
-                .iter()
-                .filter_map(|m| space.verified_pid(m.id))
-                .collect();
+            let verified: Vec<u32> = if kill {
+                members
+                    .iter()
+                    .filter_map(|m| space.verified_pid(m.id))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             space.destroy()?;
             if kill {
                 for &pid in &verified {

@@ -178,6 +178,17 @@ stop_trace() {
 	[ "$rc" = 0 ] || echo "check trace_failed=$rc"
 }
 
+# bench_persistence FILE: the persistence sky-pvas-bench's space got at
+# attach, as its heading in FILE names it: sets $persist (the method) and
+# prints check persist= and check flush= (the write-back instruction,
+# when the method names one: "flush+fence (clwb)").
+bench_persistence() {
+	persist=$(sed -n 's/.*(persistence: \([a-z+]*\).*/\1/p' "$1" | head -n 1)
+	flush=$(sed -n 's/.*(persistence: [a-z+]* (\([a-z]*\)).*/\1/p' "$1" | head -n 1)
+	echo "check flush=${flush:-none}"
+	echo "check persist=${persist:-unknown}"
+}
+
 # pmem_dax_mount DIR: make the emulated NVDIMM (VmConfig pmem_mb, cargo
 # xtask vm --pmem-mb) an fsdax namespace, put ext4 on it and mount it at
 # DIR with DAX; fail unless DAX is really in effect. qemu's NVDIMM has no

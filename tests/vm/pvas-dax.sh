@@ -21,11 +21,7 @@ mkdir -p /mnt/pmem/bench
 setsid sky-pvas-bench /mnt/pmem/bench >/tmp/bench.out 2>&1 &
 bench=$!
 wait_line /tmp/bench.out 'persistence: ' "$bench" 600
-persist=$(sed -n 's/.*(persistence: \([a-z+]*\).*/\1/p' /tmp/bench.out | head -n 1)
-# The write-back instruction, when the method names one: "flush+fence (clwb)".
-flush=$(sed -n 's/.*(persistence: [a-z+]* (\([a-z]*\)).*/\1/p' /tmp/bench.out | head -n 1)
-echo "check flush=${flush:-none}"
-echo "check persist=${persist:-unknown}"
+bench_persistence /tmp/bench.out
 # The space's backing file (space.rs FILE_PREFIX) and its VmFlags line.
 flags=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { space = /\/scx_sky-pvas-/ }
 	space && /^VmFlags:/ { print; exit }' "/proc/$bench/smaps" 2>/dev/null)

@@ -7,10 +7,5 @@ set -o pipefail
 unset SKY_PVAS_PERSIST
 pmem_dax_mount /mnt/pmem || exit 1
 sky-pvas-bench /mnt/pmem | tee /tmp/bench.out || exit 1
-# The bench's heading names the persistence its space got at attach.
-persist=$(sed -n 's/.*(persistence: \([a-z+]*\).*/\1/p' /tmp/bench.out | head -n 1)
-# The write-back instruction, when the method names one: "flush+fence (clwb)".
-flush=$(sed -n 's/.*(persistence: [a-z+]* (\([a-z]*\)).*/\1/p' /tmp/bench.out | head -n 1)
-echo "check flush=${flush:-none}"
-echo "check persist=${persist:-unknown}"
+bench_persistence /tmp/bench.out
 [ "$persist" = flush+fence ]

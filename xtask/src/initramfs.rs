@@ -50,12 +50,13 @@ pub fn build(contents: &Contents, out: &Path) -> Result<()> {
     check_static(Path::new(BUSYBOX))?;
     copy_exec(Path::new(BUSYBOX), &stage.join("bin/busybox"))?;
     let mut libs = BTreeSet::new();
+    // /bin/NAME for `binaries`, the given guest path for `placed`.
+    let mut in_bin = Vec::new();
     for bin in contents.binaries {
         let name = bin.file_name().context("binary path has no file name")?;
-        copy_exec(bin, &stage.join("bin").join(name))?;
-        libs.extend(shared_libraries(bin)?);
+        in_bin.push((bin.clone(), Path::new("/bin").join(name)));
     }
-    for (bin, guest) in contents.placed {
+    for (bin, guest) in in_bin.iter().chain(contents.placed) {
         let rel = guest
             .strip_prefix("/")
             .with_context(|| format!("{} is not an absolute path", guest.display()))?;
@@ -127,11 +128,41 @@ fn shared_libraries(bin: &Path) -> Result<Vec<PathBuf>> {
         // ldd exits non-zero for static binaries: nothing to copy.
         Err(_) => return Ok(Vec::new()),
     };
-    Ok(text
-        .lines()
-        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')))
-        .map(PathBuf::from)
+    // The vDSO has no file; libraries not found have no path.
+    Ok(parse_ldd(&text)?
+        .into_iter()
+        .filter_map(|(_, path)| path.filter(|p| p.is_absolute()))
         .collect())
+}
+
+/// (soname, resolved path) for each line of ldd's output; None for "not
+/// found". The vDSO and the loader (which has no `=>`) count too.
+pub(crate) fn parse_ldd(text: &str) -> Result<Vec<(String, Option<PathBuf>)>> {
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (name, rest) = match line.split_once(" => ") {
+            Some((n, r)) => (n.trim(), r.trim()),
+            None => {
+                let first = line.split_whitespace().next().unwrap_or(line);
+                let name = Path::new(first)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                out.push((name, Some(PathBuf::from(first))));
+                continue;
+            }
+        };
+        let path = if rest.starts_with("not found") {
+            None
+        } else {
+            rest.split_whitespace().next().map(PathBuf::from)
+        };
+        out.push((name.to_string(), path));
+    }
+    if out.is_empty() {
+        bail!("ldd printed nothing");
+    }
+    Ok(out)
 }
 
 /// Copies the contents of `from` into `to`, keeping modes and symbolic links.
@@ -164,4 +195,25 @@ fn write_exec(path: &Path, text: &str) -> Result<()> {
     fs::write(path, text)?;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_lines_are_read() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibndctl.so.6 => /t/usr/lib/libndctl.so.6 (0x1)\n\tlibx.so.1 => not found\n\t/lib64/ld-linux-x86-64.so.2 (0x2)\n";
+        let got = parse_ldd(text).unwrap();
+        assert_eq!(got[0].0, "linux-vdso.so.1");
+        assert_eq!(
+            got[1],
+            (
+                "libndctl.so.6".to_string(),
+                Some(PathBuf::from("/t/usr/lib/libndctl.so.6"))
+            )
+        );
+        assert_eq!(got[2], ("libx.so.1".to_string(), None));
+        assert_eq!(got[3].0, "ld-linux-x86-64.so.2");
+    }
 }

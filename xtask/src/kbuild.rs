@@ -192,17 +192,10 @@ fn source_tree(work: &Path, series: &str) -> Result<PathBuf> {
     fs::create_dir_all(&dl).with_context(|| format!("creating {}", dl.display()))?;
     let package = format!("linux-source-{series}");
     eprintln!("xtask: downloading {package}");
-    run(Command::new("apt-get")
-        .args(crate::kernel::APT_DOWNLOAD)
-        .arg(&package)
-        .current_dir(&dl))
-    .with_context(|| {
-        format!("downloading {package} (apt-cache search --names-only ^linux-source- lists them)")
-    })?;
-    let deb = fs::read_dir(&dl)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+    let deb = kernel::download_debs(std::slice::from_ref(&package), &dl)
+        .context("apt-cache search --names-only ^linux-source- lists the sources")?
+        .into_iter()
+        .next()
         .with_context(|| format!("apt-get download left no .deb in {}", dl.display()))?;
     let tree = dl.join("tree");
     run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree))?;

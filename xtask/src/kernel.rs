@@ -21,6 +21,23 @@ pub use crate::kversion::compare_versions;
 /// anyway, this only drops the warning saying so.
 pub const APT_DOWNLOAD: [&str; 3] = ["-o", "APT::Sandbox::User=root", "download"];
 
+/// Downloads `packages` (never installs them) into `dir` and returns the
+/// .deb files there, sorted.
+pub fn download_debs(packages: &[String], dir: &Path) -> Result<Vec<PathBuf>> {
+    run(Command::new("apt-get")
+        .args(APT_DOWNLOAD)
+        .args(packages)
+        .current_dir(dir))
+    .with_context(|| format!("downloading {}", packages.join(" ")))?;
+    let mut debs: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "deb"))
+        .collect();
+    debs.sort();
+    Ok(debs)
+}
+
 #[derive(Debug, Clone)]
 pub struct Kernel {
     pub version: String,
@@ -306,18 +323,10 @@ fn download(kdir: &Path, a: &Available) -> Result<Option<Kernel>> {
         Source::BinaryOnly => vec![format!("linux-binary-{version}")],
         _ => vec![format!("linux-image-{version}")],
     };
-    run(Command::new("apt-get")
-        .args(APT_DOWNLOAD)
-        .args(&packages)
-        .current_dir(&work))
-    .with_context(|| format!("downloading {}", packages.join(" ")))?;
+    let debs = download_debs(&packages, &work)?;
     let tree = work.join("tree");
     fs::create_dir_all(&tree)?;
-    for deb in fs::read_dir(&work)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "deb"))
-    {
+    for deb in debs {
         extract(&deb, &tree, a.source)?;
     }
     let vmlinuz = find_file(&tree, |name| {

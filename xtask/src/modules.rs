@@ -57,14 +57,7 @@ fn tree(dir: &Path, version: &str) -> Result<PathBuf> {
         format!("linux-image-{version}")
     };
     eprintln!("xtask: downloading {package}");
-    run(Command::new("apt-get")
-        .args(crate::kernel::APT_DOWNLOAD)
-        .arg(&package)
-        .current_dir(&work))?;
-    for deb in fs::read_dir(&work)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-    {
+    for deb in crate::kernel::download_debs(&[package], &work)? {
         run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree))?;
     }
     let _ = fs::remove_dir_all(&work);

@@ -13,7 +13,7 @@
 //!   libraries of the same name in /lib (this machine's, brought along by
 //!   mkfs.ext4 or scx_sky) are never mixed in.
 
-use crate::kernel::APT_DOWNLOAD;
+use crate::kernel::download_debs;
 use crate::paths::{cache_dir, output, run};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
@@ -69,20 +69,11 @@ fn build(work: &Path) -> Result<PathBuf> {
     fs::create_dir_all(&root)?;
     let packages = closure("ndctl")?;
     eprintln!("xtask: downloading {}", packages.join(" "));
-    run(Command::new("apt-get")
-        .args(APT_DOWNLOAD)
-        .args(&packages)
-        .current_dir(&debs))
-    .context("downloading ndctl and its libraries")?;
     let mut names = Vec::new();
-    for deb in fs::read_dir(&debs)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-    {
+    for deb in download_debs(&packages, &debs).context("downloading ndctl and its libraries")? {
         run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&root))?;
         names.push(deb.file_name().unwrap().to_string_lossy().into_owned());
     }
-    names.sort();
     let ndctl = root.join("usr/bin/ndctl");
     if !ndctl.is_file() {
         bail!("the ndctl package holds no usr/bin/ndctl");
@@ -100,7 +91,7 @@ fn build(work: &Path) -> Result<PathBuf> {
             .arg(&ndctl)
             .env("LD_LIBRARY_PATH", &search),
     )?;
-    for (soname, path) in parse_ldd(&ldd)? {
+    for (soname, path) in crate::initramfs::parse_ldd(&ldd)? {
         match path {
             Some(p) if p.starts_with(&root) => {
                 fs::copy(&p, lib_dir.join(&soname))
@@ -165,36 +156,6 @@ fn depends(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// (soname, resolved path) for each line of ldd's output; None for "not
-/// found". The vDSO and the loader (which has no `=>`) count too.
-fn parse_ldd(text: &str) -> Result<Vec<(String, Option<PathBuf>)>> {
-    let mut out = Vec::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let (name, rest) = match line.split_once(" => ") {
-            Some((n, r)) => (n.trim(), r.trim()),
-            None => {
-                let first = line.split_whitespace().next().unwrap_or(line);
-                let name = Path::new(first)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                out.push((name, Some(PathBuf::from(first))));
-                continue;
-            }
-        };
-        let path = if rest.starts_with("not found") {
-            None
-        } else {
-            rest.split_whitespace().next().map(PathBuf::from)
-        };
-        out.push((name.to_string(), path));
-    }
-    if out.is_empty() {
-        bail!("ldd printed nothing");
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,21 +164,5 @@ mod tests {
     fn depends_lines_are_read() {
         let text = "ndctl\n  PreDepends: init-system-helpers\n  Depends: libc6\n  Depends: libndctl6\n |Depends: liba\n  Depends: <virtual>\n  Recommends: x\n";
         assert_eq!(depends(text), ["libc6", "libndctl6", "liba"]);
-    }
-
-    #[test]
-    fn ldd_lines_are_read() {
-        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibndctl.so.6 => /t/usr/lib/libndctl.so.6 (0x1)\n\tlibx.so.1 => not found\n\t/lib64/ld-linux-x86-64.so.2 (0x2)\n";
-        let got = parse_ldd(text).unwrap();
-        assert_eq!(got[0].0, "linux-vdso.so.1");
-        assert_eq!(
-            got[1],
-            (
-                "libndctl.so.6".to_string(),
-                Some(PathBuf::from("/t/usr/lib/libndctl.so.6"))
-            )
-        );
-        assert_eq!(got[2], ("libx.so.1".to_string(), None));
-        assert_eq!(got[3].0, "ld-linux-x86-64.so.2");
     }
 }

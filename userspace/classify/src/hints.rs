@@ -33,7 +33,9 @@ pub struct TaskId<'a> {
     pub cgroup: &'a str,
 }
 
-fn pattern(text: &str, what: &str) -> Result<Pattern> {
+/// A glob from a rule's `what` field, refused (naming the field) if empty
+/// or invalid. Class hints and gang rules read their globs with it.
+pub fn pattern(text: &str, what: &str) -> Result<Pattern> {
     if text.is_empty() {
         bail!("the {what} pattern is empty");
     }

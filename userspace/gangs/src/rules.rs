@@ -29,6 +29,7 @@
 use anyhow::{bail, Context, Result};
 use glob::{MatchOptions, Pattern};
 use serde::Deserialize;
+use sky_classify::hints::pattern;
 use std::collections::BTreeMap;
 
 /// What a rule matches a task by.
@@ -120,13 +121,6 @@ const CGROUP_MATCH: MatchOptions = MatchOptions {
     require_literal_separator: true,
     require_literal_leading_dot: false,
 };
-
-fn pattern(text: &str, what: &str) -> Result<Pattern> {
-    if text.is_empty() {
-        bail!("the {what} pattern is empty");
-    }
-    Pattern::new(text).with_context(|| format!("{what} pattern {text:?} is not a valid glob"))
-}
 
 fn pids(list: &[u32]) -> Result<Vec<u32>> {
     if list.is_empty() {
