@@ -52,6 +52,25 @@ enum sky_consts {
 	 */
 	SKY_WAIT_BUCKETS	= 88,
 	SKY_WAIT_SUB_SHIFT	= 2,
+	/* Most processes in gangs of several, and most gangs with a home. */
+	SKY_GANGS_MAX		= 65536,
+};
+
+/*
+ * A gang's key in BPF's maps (gang.bpf.h): a process that is a gang of its
+ * own is keyed by its process ID (below 2^32); a gang of several processes
+ * (a shared space, a cgroup, a rule) by this base plus the daemon's gang ID.
+ */
+#define SKY_GANG_SHARED_BASE	(1ULL << 32)
+
+/* Where a gang's threads run (value of sky_gang_homes). */
+struct sky_gang_home {
+	/* Its home cache domain; SKY_LLC_UNKNOWN: none, do not claim one. */
+	u32 llc;
+	/* 1: the daemon's planner chose it; 0: BPF chose it provisionally. */
+	u32 planned;
+	/* When it was chosen (bpf_ktime_get_ns() / CLOCK_MONOTONIC). */
+	u64 since_ns;
 };
 
 /*
@@ -171,6 +190,12 @@ enum sky_stat_idx {
 	SKY_STAT_PMU_READ_ERRORS,	/* PMU counters that could not be read at a context switch */
 	SKY_STAT_MEASURED_FILL_BYTES,	/* bytes of cache pressure measured as LLC misses x line size */
 	SKY_STAT_HOTPLUG_EVENTS,	/* CPUs that went online or offline */
+	SKY_STAT_GANG_HOME_NS,		/* nanoseconds threads of memory-bound gangs ran in their home domain */
+	SKY_STAT_GANG_AWAY_NS,		/* nanoseconds threads of memory-bound gangs ran outside their home domain */
+	SKY_STAT_GANG_PROVISIONAL,	/* homes BPF chose for new memory-bound processes before the planner saw them */
+	SKY_STAT_GANG_SPILLS,		/* gang threads another domain took after they waited gang_spill_ns at home */
+	SKY_STAT_GANG_EVICTIONS,	/* tasks of no gang moved off a home domain to make room for its gang */
+	SKY_STAT_GANG_RETURNS,		/* gang threads moved back to their home domain once it had room */
 	SKY_NR_STATS,
 };
 
@@ -193,6 +218,11 @@ struct sky_config {
 	 * and moves them at slice end; needs classes and SMT.
 	 */
 	u32 smt_pairing;
+	/*
+	 * 1: gangs (gang.bpf.h): memory-bound gangs' threads stay in their
+	 * home cache domain, one gang per domain while domains are spare.
+	 */
+	u32 gangs;
 	/* Sleep rule: off-CPU time after which the private (L2) cache is cold. */
 	u64 decay_core_ns;
 	/* Sleep rule: off-CPU time after which the last-level cache is cold. */
@@ -220,6 +250,11 @@ struct sky_config {
 	 * whatever the loads say (its CPU is busy with something long).
 	 */
 	u64 patience_ns;
+	/*
+	 * How long a gang thread waits at home (no CPU free there) before
+	 * another domain's CPU may take it; below the starvation rescue.
+	 */
+	u64 gang_spill_ns;
 	/* Every queued task runs within this (plus scheduling latency). */
 	u64 starve_ns;
 	/* Generation, bumped on each policy change (shown in stats). */

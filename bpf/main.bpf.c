@@ -15,6 +15,7 @@
 #include "sky1.bpf.h"
 #include "class.bpf.h"
 #include "smt.bpf.h"
+#include "gang.bpf.h"
 #include "pmu.bpf.h"
 #include "dump.bpf.h"
 
@@ -36,6 +37,8 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	sky_cfg_pin();
 	if ((cpu = sky_smt_place(p, prev_cpu)) >= 0)
 		direct = true;
+	else if ((cpu = sky_gang_select(p, prev_cpu, &direct)) >= 0)
+		;
 	else if (sky_cfg.affinity && sky_task_is_free(p))
 		cpu = sky1_select_cpu(p, prev_cpu, wake_flags, &direct);
 	else if (__COMPAT_HAS_scx_bpf_select_cpu_and)
@@ -76,6 +79,9 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, sky_cfg.slice_ns, enq_flags);
 		return;
 	}
+	/* A tick chose it a CPU to move to for a gang (gang.bpf.h). */
+	if (sky_gang_move(p, tctx, enq_flags))
+		return;
 	/*
 	 * Left without a slice at its slice end to move for SMT pairing (the
 	 * only way SCX_ENQ_LAST comes here): if the move no longer suits, it
@@ -92,7 +98,8 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		return;
 	}
-	sky1_enqueue(p, tctx, cpu, enq_flags, now);
+	if (!sky_gang_enqueue(p, tctx, enq_flags))
+		sky1_enqueue(p, tctx, cpu, enq_flags, now);
 	sky_bound_keep_watch(now);
 }
 
@@ -106,9 +113,11 @@ void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	/*
 	 * Nothing else should run here: let the previous task keep the CPU,
-	 * unless SMT pairing moves it (its zero slice sends it to enqueue).
+	 * unless SMT pairing or a gang moves it (its zero slice sends it to
+	 * enqueue).
 	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && !sky_smt_wants_move(cpu, prev, now))
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && !sky_gang_moving(prev) &&
+	    !sky_smt_wants_move(cpu, prev, now))
 		scx_bpf_task_set_slice(prev, sky_slice_for(cpu));
 }
 
@@ -135,6 +144,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	if (waited > sky_cfg.starve_ns + sky_cfg.slice_ns)
 		sky_stat_inc(SKY_STAT_LATE_RUNS);
 	tctx->queued_at_ns = 0;
+	sky_gang_stop_waiting(tctx);
 	if (tctx->last_cpu == cpu) {
 		sky_stat_inc(SKY_STAT_LAST_CPU_HITS);
 	} else if (tctx->last_cpu >= 0) {
@@ -162,6 +172,7 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 
 	sky_pressure_add(tctx, cpu, ran);
 	sky_class_ran(class, ran);
+	sky_gang_ran(p, cpu, ran);
 	sky_smt_stopped(cpu, class, now);
 }
 
@@ -169,6 +180,7 @@ void BPF_STRUCT_OPS(sky_tick, struct task_struct *p)
 {
 	sky_cfg_pin();
 	sky_smt_restate(scx_bpf_task_cpu(p), p);
+	sky_gang_tick(scx_bpf_task_cpu(p), p);
 }
 
 void BPF_STRUCT_OPS(sky_runnable, struct task_struct *p, u64 enq_flags)
@@ -238,14 +250,14 @@ void BPF_STRUCT_OPS(sky_cpu_online, s32 cpu)
 			     "CPU %d came online in an unknown cache domain", cpu);
 		return;
 	}
-	sky_offline_cpus[sky_cpu_idx(cpu)] = 0;
+	sky_cpu_set_online(cpu, true);
 }
 
 void BPF_STRUCT_OPS(sky_cpu_offline, s32 cpu)
 {
 	sky_cfg_pin();
 	sky_stat_inc(SKY_STAT_HOTPLUG_EVENTS);
-	sky_offline_cpus[sky_cpu_idx(cpu)] = 1;
+	sky_cpu_set_online(cpu, false);
 	sky_bound_arm(scx_bpf_now(), 0);
 }
 
@@ -258,7 +270,14 @@ s32 BPF_STRUCT_OPS(sky_init_task, struct task_struct *p, struct scx_init_task_ar
 		return -ENOMEM;
 	tctx->last_cpu = -1;
 	tctx->smt_target = -1;
+	tctx->gang_target = -1;
+	tctx->gang_waiting_llc = -1;
 	return 0;
+}
+
+void BPF_STRUCT_OPS(sky_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+{
+	sky_gang_exit(p, sky_task_of(p));
 }
 
 void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
@@ -312,6 +331,7 @@ SCX_OPS_DEFINE(sky_ops,
 	       .cpu_online	= (void *)sky_cpu_online,
 	       .cpu_offline	= (void *)sky_cpu_offline,
 	       .init_task	= (void *)sky_init_task,
+	       .exit_task	= (void *)sky_exit_task,
 	       .enable		= (void *)sky_enable,
 	       .dump		= (void *)sky_dump_op,
 	       .dump_cpu	= (void *)sky_dump_cpu_op,

@@ -15,6 +15,7 @@
  *   bound.bpf.h     the wait bound: grace alarms and starvation rescue
  *   class.bpf.h     task classes the daemon gives (compute, pm-writer, ...)
  *   smt.bpf.h       SMT pairing: PM writers beside compute tasks
+ *   gang.bpf.h      shared-cache gangs: memory-bound gangs kept at home
  *   pmu.bpf.h       PMU counts charged to the task that ran (for classes)
  *   dump.bpf.h      what the kernel prints when it ejects the scheduler
  */
@@ -34,6 +35,10 @@ struct sky_task {
 	s32 smt_target;
 	/* The queue its vtime is measured against (vtime.bpf.h). */
 	s32 vframe;
+	/* CPU a gang move takes it to at its next enqueue; -1 none (gang.bpf.h). */
+	s32 gang_target;
+	/* Cache domain whose queue it waits in for its gang's home; -1 none. */
+	s32 gang_waiting_llc;
 	/* When the task went to sleep; 0 while it is runnable. */
 	u64 slept_at_ns;
 	/* Length of its most recent sleep. */

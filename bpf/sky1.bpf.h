@@ -33,6 +33,7 @@
 #include "load.bpf.h"
 #include "grace.bpf.h"
 #include "bound.bpf.h"
+#include "gang.bpf.h"
 
 /*
  * A synchronous wakeup's target: the waker's CPU if @p may run there and
@@ -173,7 +174,7 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
  */
 __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 {
-	u64 next = (u64)-1, left;
+	u64 next = (u64)-1, left, spill;
 	struct bpf_iter_scx_dsq it;
 	struct task_struct *p;
 	struct sky_task *tctx;
@@ -190,12 +191,18 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 			continue;
 		tctx = sky_task_of(p);
 		left = tctx ? sky_take_left(p, tctx, owner, now) : 0;
+		/* A gang's thread leaves its home's queue only after the spill wait. */
+		spill = tctx && owner < 0 ? sky_gang_spill_left(p, tctx, cpu, now) : 0;
+		if (spill > left)
+			left = spill;
 		if (left) {
 			if (left < next)
 				next = left;
 			continue;
 		}
 		if (scx_bpf_dsq_move(&it, p, SCX_DSQ_LOCAL, 0)) {
+			if (owner < 0 && sky_gang_home_of(p, false) != SKY_LLC_UNKNOWN)
+				sky_stat_inc(SKY_STAT_GANG_SPILLS);
 			next = 0;
 			break;
 		}

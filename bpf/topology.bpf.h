@@ -23,6 +23,8 @@ const volatile u32 llc_start[2 * SKY_MAX_LLCS];
 
 /* 1 for a CPU that is offline; the daemon fills it, hotplug keeps it. */
 u8 sky_offline_cpus[SKY_MAX_CPUS];
+/* Online CPUs per domain; the daemon fills it, hotplug keeps it. */
+s32 sky_llc_online[SKY_MAX_LLCS];
 
 struct sky_llc_mask {
 	struct bpf_cpumask __kptr *cpus;
@@ -71,6 +73,19 @@ static __always_inline u64 sky_cpu_dsq(s32 cpu)
 static __always_inline bool sky_cpu_is_online(s32 cpu)
 {
 	return (u32)cpu < nr_cpus && !sky_offline_cpus[sky_cpu_idx(cpu)];
+}
+
+/* Hotplug: @cpu goes online (@online) or offline; its state and domain count follow. */
+static __always_inline void sky_cpu_set_online(s32 cpu, bool online)
+{
+	u32 llc = sky_llc_of(cpu);
+	u8 *offline = &sky_offline_cpus[sky_cpu_idx(cpu)];
+
+	if (*offline == !online)
+		return;
+	*offline = !online;
+	if (llc < nr_llcs)
+		__sync_fetch_and_add(&sky_llc_online[llc & (SKY_MAX_LLCS - 1)], online ? 1 : -1);
 }
 
 /*

@@ -11,6 +11,7 @@ use log::{info, warn};
 use sky_classify::pmu::{self, Counter, OpenCounters, PmuSource};
 use sky_classify::{live, replay, Class, ClassTable, Classifier, CommShape, Deltas, Hints, TaskId};
 use sky_policy::Policy;
+use sky_pvas::hints::SpaceHints;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
@@ -168,28 +169,40 @@ impl ClassFeed {
         bpf.len() as u32
     }
 
-    /// Brings the class map in step with the tasks running now (and their
-    /// PMU counts, `counts`: sky_pid_counts), if a period has passed since
-    /// the last time.
-    pub fn refresh(&mut self, map: &impl MapCore, counts: &impl MapCore) {
-        if self.refreshed_at.is_some_and(|t| t.elapsed() < self.period) {
-            return;
-        }
+    /// Is a refresh due (a period has passed since the last one)?
+    pub fn due(&self) -> bool {
+        self.refreshed_at.is_none_or(|t| t.elapsed() >= self.period)
+    }
+
+    /// Does a refresh need the running tasks listed? Not with nothing that
+    /// could class a task (no hint, no PMU, no shared space writing
+    /// persistent memory): on a busy machine listing is real work.
+    pub fn wants_tasks(&self, spaces: &[SpaceHints]) -> bool {
+        !self.hints.is_empty()
+            || self.pmu.is_some()
+            || spaces.iter().any(|s| !s.pm_writers.is_empty())
+    }
+
+    /// Do the hints need each task's cgroup?
+    pub fn needs_cgroups(&self) -> bool {
+        self.hints.by_cgroup()
+    }
+
+    /// Brings the class map in step with `tasks`, the tasks running now
+    /// (listed if [`ClassFeed::wants_tasks`]), and their PMU counts
+    /// (`counts`: sky_pid_counts); `spaces`: the shared spaces now.
+    pub fn refresh(
+        &mut self,
+        map: &impl MapCore,
+        counts: &impl MapCore,
+        tasks: &[live::LiveTask],
+        spaces: &[SpaceHints],
+    ) {
         self.refreshed_at = Some(Instant::now());
-        let space_pm_writers: HashSet<u32> = sky_pvas::hints::read_all()
-            .into_iter()
-            .flat_map(|space| space.pm_writers)
+        let space_pm_writers: HashSet<u32> = spaces
+            .iter()
+            .flat_map(|space| space.pm_writers.iter().copied())
             .collect();
-        // With nothing that could class a task (no hint, no PMU, no shared
-        // space writing persistent memory) the threads are not listed: on
-        // a busy machine that is real work every second, for nothing.
-        let anything_to_class =
-            !self.hints.is_empty() || self.pmu.is_some() || !space_pm_writers.is_empty();
-        let tasks = if anything_to_class {
-            live::scan_tasks(Path::new("/proc"), self.hints.by_cgroup())
-        } else {
-            Vec::new()
-        };
         if let Some(pmu) = &mut self.pmu {
             let alive: HashMap<u32, &str> =
                 tasks.iter().map(|t| (t.tid, t.comm.as_str())).collect();
@@ -224,6 +237,18 @@ impl ClassFeed {
             // Gone already is fine: the entry is what we wanted removed.
             let _ = map.delete(&tid.to_ne_bytes());
         }
+    }
+
+    /// The class of a listed task: the daemon's from its last refresh,
+    /// else what the hints say of it now (a task newer than that refresh).
+    pub fn class_of_task(&self, task: &live::LiveTask) -> Option<Class> {
+        self.table.get(task.tid).or_else(|| {
+            self.hints.class_for(&TaskId {
+                pid: task.tid,
+                comm: &task.comm,
+                cgroup: &task.cgroup,
+            })
+        })
     }
 
     /// The class BPF gives thread `tid`: the daemon's, or else a name hint

@@ -57,6 +57,17 @@ pub enum Command {
         #[arg(long, value_name = "SECS")]
         watch: Option<f64>,
     },
+    /// The running scheduler's shared-cache gangs: each cache domain's
+    /// state (empty, clean, dirty) and gangs, and each gang's members,
+    /// whether it is memory-bound and why, its home and why it is there.
+    Gangs {
+        /// Only the gang of this process (or thread) ID.
+        #[arg(long, value_name = "PID")]
+        pid: Option<u32>,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Shared spaces: create, run a member, list, destroy.
     #[command(subcommand)]
     Pvas(PvasCommand),
@@ -207,6 +218,22 @@ pub struct RunOpts {
     /// the PMU) and SMT.
     #[arg(long, value_name = "BOOL")]
     pub smt_pairing: Option<bool>,
+
+    /// Shared-cache gangs on or off (overrides the policy): the threads
+    /// of each memory-bound gang run in one cache domain, its home, one
+    /// gang per domain while domains are spare.
+    #[arg(long, value_name = "BOOL")]
+    pub gangs: Option<bool>,
+
+    /// Gang rule, `FORM[=HINT]` (repeatable): `cgroup:GLOB`, `space:GLOB`,
+    /// `comm:GLOB` or `pid:N,N,...` makes a gang of the matching tasks
+    /// (each cgroup, each space, all matching processes, those processes);
+    /// HINT is `memory-bound`, `not-memory-bound` or `auto` (the default:
+    /// memory-bound if a thread's class says so). Tried before the
+    /// policy's `[[gang_rule]]` tables. With none matching, the threads of
+    /// one process are a gang.
+    #[arg(long = "gang", value_name = "RULE")]
+    pub gang_rules: Vec<String>,
 
     /// The scx_stats socket the scheduler serves statistics on, and
     /// `stats`/`--monitor` read (default: the scx one,

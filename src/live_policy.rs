@@ -329,6 +329,8 @@ fn write_config(cfg: &mut sky_config, k: &Knobs, generation: u64) {
     cfg.walk_depth = k.walk_depth;
     cfg.wake_sync = u32::from(k.wake_sync);
     cfg.smt_pairing = u32::from(k.smt_pairing);
+    cfg.gangs = u32::from(k.gangs);
+    cfg.gang_spill_ns = k.gang_spill_ns;
     cfg.decay_core_ns = k.decay_core_ns;
     cfg.decay_llc_ns = k.decay_llc_ns;
     cfg.decay_core_bytes = k.decay_core_bytes;

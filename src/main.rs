@@ -5,6 +5,8 @@ mod bpf;
 mod classes;
 mod cli;
 mod control;
+mod gangs;
+mod gangs_cli;
 mod live_policy;
 mod policy_cli;
 mod pvas_cli;
@@ -100,6 +102,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         }) => replay_classes(&replay, &policy, &classes),
         Some(Command::Topology { cache_fill_mbps }) => show_topology(cache_fill_mbps),
         Some(Command::Pvas(cmd)) => pvas_cli::run(cmd),
+        Some(Command::Gangs { pid, json }) => {
+            gangs_cli::run(cli.run.stats_socket.as_deref(), pid, json)
+        }
     }
 }
 

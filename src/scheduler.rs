@@ -4,6 +4,7 @@ use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
 use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
+use crate::gangs::GangFeed;
 use crate::live_policy::{LivePolicy, Switcher};
 use crate::stats::{thread_waits, Counters};
 use anyhow::{bail, Context, Result};
@@ -20,12 +21,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// How often the run loop looks at stats readers, signals, classes and
+/// gangs (each has its own period, a multiple of this): space membership,
+/// watched each loop when space rules make gangs, reaches BPF this soon.
+const LOOP_PERIOD: Duration = Duration::from_millis(20);
+
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     struct_ops: Option<libbpf_rs::Link>,
     stats_interval: Duration,
     run_for: Duration,
     classes: ClassFeed,
+    gangs: GangFeed,
     live: Switcher,
     /// The scx_stats server (`scx_sky stats`, scx tools); None if it
     /// could not listen.
@@ -86,6 +93,8 @@ impl<'a> Scheduler<'a> {
             pmu.as_ref(),
             opts.record_counters.as_deref(),
         )?;
+        // Gangs by rule, shared space or process, homed by the planner.
+        let gangs = GangFeed::new(&opts.gang_rules, &policy, &topo)?;
 
         // Hand BPF the topology, the policy and the name hints it applies.
         write_topology(&mut skel, &topo)?;
@@ -132,6 +141,7 @@ impl<'a> Scheduler<'a> {
             stats_interval,
             run_for,
             classes,
+            gangs,
             live: live.clone(),
             stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
                 .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
@@ -158,7 +168,7 @@ impl<'a> Scheduler<'a> {
             if !self.run_for.is_zero() && started.elapsed() >= self.run_for {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(100));
+            std::thread::sleep(LOOP_PERIOD);
             self.answer_stats_readers()?;
             if reread.swap(false, Ordering::Relaxed) {
                 match self.live.switch(started_with) {
@@ -166,10 +176,7 @@ impl<'a> Scheduler<'a> {
                     Err(e) => warn!("SIGHUP: {e:#}; the running policy stays"),
                 }
             }
-            self.classes.refresh(
-                &self.skel.maps.sky_pid_class,
-                &self.skel.maps.sky_pid_counts,
-            );
+            self.refresh_tasks();
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
                 let now = self.counters()?;
                 info!(
@@ -197,6 +204,49 @@ impl<'a> Scheduler<'a> {
         uei_report!(&self.skel, uei)
     }
 
+    /// Classes and gangs, each when its period is due, from one listing
+    /// of the running tasks (made only if one of them needs it).
+    fn refresh_tasks(&mut self) {
+        let (classes_due, mut gangs_due) = (self.classes.due(), self.gangs.due());
+        let watch = self.gangs.watches_spaces();
+        if !classes_due && !gangs_due && !watch {
+            return;
+        }
+        let spaces = sky_pvas::hints::read_all();
+        gangs_due |= watch && self.gangs.spaces_changed(&spaces);
+        if !classes_due && !gangs_due {
+            return;
+        }
+        let class_tasks = classes_due && self.classes.wants_tasks(&spaces);
+        let gang_tasks = gangs_due
+            && self
+                .gangs
+                .wants_tasks(&spaces, self.classes.wants_tasks(&spaces));
+        let tasks = if class_tasks || gang_tasks {
+            let cgroups = (class_tasks && self.classes.needs_cgroups())
+                || (gang_tasks && self.gangs.needs_cgroups());
+            sky_classify::live::scan_tasks(std::path::Path::new("/proc"), cgroups)
+        } else {
+            Vec::new()
+        };
+        let maps = &mut self.skel.maps;
+        if classes_due {
+            self.classes
+                .refresh(&maps.sky_pid_class, &maps.sky_pid_counts, &tasks, &spaces);
+        }
+        if gangs_due {
+            let classes = &self.classes;
+            self.gangs.refresh(
+                &maps.sky_gang_homes,
+                &maps.sky_proc_gang,
+                maps.bss_data.as_deref_mut(),
+                &tasks,
+                &spaces,
+                |task| classes.class_of_task(task),
+            );
+        }
+    }
+
     /// A sample for each reader of the stats socket that asked.
     fn answer_stats_readers(&self) -> Result<()> {
         let Some(server) = &self.stats_server else {
@@ -208,6 +258,9 @@ impl<'a> Scheduler<'a> {
                 SampleRequest::Totals => {
                     let (name, generation) = self.live.name_and_generation();
                     self.counters()?.sample(&name, generation)
+                }
+                SampleRequest::Gangs => {
+                    sky_stats::scx_stats::serde_json::to_value(self.gangs.view())?
                 }
                 SampleRequest::Threads(tids) => Value::Object(
                     tids.into_iter()
@@ -231,9 +284,14 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// ` classes: compute=N ...`: the tasks of each known class.
+    /// ` classes: compute=N ... gangs: ...`: the tasks of each known
+    /// class, and the gangs' domains as planned.
     fn class_census(&self) -> String {
-        format!(" classes: {}", self.classes.census())
+        format!(
+            " classes: {}{}",
+            self.classes.census(),
+            self.gangs.view().summary()
+        )
     }
 
     fn counters(&self) -> Result<Counters> {
@@ -252,6 +310,7 @@ pub fn start_policy(opts: &RunOpts) -> Result<LivePolicy> {
         affinity_grace_us: opts.affinity_grace_us,
         starve_ms: opts.starve_ms,
         smt_pairing: opts.smt_pairing,
+        gangs: opts.gangs,
         decay_core_us: opts.decay_core_us,
         decay_llc_us: opts.decay_llc_us,
     };
@@ -342,6 +401,9 @@ fn write_topology(skel: &mut OpenBpfSkel, topo: &Topology) -> Result<()> {
         .context("BPF object has no bss")?;
     for cpu in &topo.cpus {
         bss.sky_offline_cpus[cpu.id] = u8::from(!cpu.online);
+    }
+    for (i, llc) in topo.llcs.iter().enumerate() {
+        bss.sky_llc_online[i] = llc.cpus.iter().filter(|&&c| topo.cpus[c].online).count() as i32;
     }
     Ok(())
 }

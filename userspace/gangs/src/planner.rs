@@ -179,6 +179,10 @@ pub enum Reason {
     Waiting { since: Duration, better: DomainId },
     /// Moved now from `from`; `gain` says what improved.
     Moved { from: DomainId, gain: Gain },
+    /// A new gang whose first thread BPF placed before the daemon saw it
+    /// (a provisional home, so its threads land together from the start);
+    /// the plan keeps it there: no single move would improve it.
+    Confirmed { was: DomainState },
 }
 
 /// The planner's answer for one moment.
@@ -255,6 +259,11 @@ impl fmt::Display for Reason {
                 "kept for now (hysteresis: home since {:.3}s); domain {} would be better: it moves once it has dwelt min_dwell and no domain involved had a move in the same plan",
                 since.as_secs_f64(),
                 better.0
+            ),
+            Reason::Confirmed { was } => write!(
+                f,
+                "new: BPF chose this home at the gang's first placement (domain was {was}); \
+                 the plan confirmed it, no single move improves it"
             ),
             Reason::Moved { from, gain } => {
                 let why = match gain {
@@ -405,6 +414,8 @@ pub struct Planner {
     homes: BTreeMap<GangId, Homed>,
     /// Gangs whose home went away, with that home, until re-homed.
     displaced: BTreeMap<GangId, DomainId>,
+    /// Gangs adopted since the last plan, with their domain's state then.
+    adopted: BTreeMap<GangId, DomainState>,
 }
 
 impl Planner {
@@ -416,6 +427,7 @@ impl Planner {
             settings,
             homes: BTreeMap::new(),
             displaced: BTreeMap::new(),
+            adopted: BTreeMap::new(),
         };
         p.set_domains(domains);
         p
@@ -434,6 +446,28 @@ impl Planner {
     /// The current home of a gang, as of the last plan.
     pub fn home(&self, gang: GangId) -> Option<DomainId> {
         self.homes.get(&gang).map(|h| h.domain)
+    }
+
+    /// Takes `domain` as the home of a gang the planner does not know yet:
+    /// BPF placed its first thread there before any plan (a provisional
+    /// home), and moving it costs a cache refill. The next [`Planner::plan`]
+    /// keeps it there unless a single move improves the plan, which it may
+    /// make at once (an adopted gang has no dwell to wait out). Ignored for
+    /// a gang with a home, or a domain not planned over, or one that would
+    /// turn Dirty while a domain is Empty: then the gang is placed as new
+    /// (its few threads move once now rather than share a domain).
+    pub fn adopt(&mut self, gang: GangId, domain: DomainId, now: Duration) {
+        if self.homes.contains_key(&gang) || !self.domains.iter().any(|d| d.id == domain) {
+            return;
+        }
+        let gangs_in = |d: DomainId| self.homes.values().filter(|h| h.domain == d).count();
+        let was = DomainState::from_gangs(gangs_in(domain));
+        if was != DomainState::Empty && self.domains.iter().any(|d| gangs_in(d.id) == 0) {
+            return;
+        }
+        self.homes.insert(gang, Homed { domain, since: now });
+        self.displaced.remove(&gang);
+        self.adopted.insert(gang, was);
     }
 
     /// CPU hotplug: replace the domain list. A domain without online CPUs
@@ -525,6 +559,11 @@ impl Planner {
                 plan.oversized.insert(*g);
             }
         }
+        for (g, was) in std::mem::take(&mut self.adopted) {
+            if matches!(reasons.get(&g), Some(Reason::Kept { .. })) {
+                reasons.insert(g, Reason::Confirmed { was });
+            }
+        }
         plan.reasons = reasons;
         plan
     }
@@ -579,7 +618,8 @@ impl Planner {
                 if placed_now.contains(g)
                     || moved.contains(g)
                     || used[from]
-                    || now.saturating_sub(h.since) < self.settings.min_dwell
+                    || (now.saturating_sub(h.since) < self.settings.min_dwell
+                        && !self.adopted.contains_key(g))
                 {
                     continue;
                 }

@@ -561,3 +561,57 @@ fn overload_is_balanced_when_every_domain_is_overloaded() {
         oracle(p.domains(), &gangs)
     );
 }
+
+#[test]
+fn adopted_provisional_homes_are_confirmed_or_moved_at_once() {
+    let mut p = planner(&[4, 4, 4]);
+    // BPF put gang 1 in domain 1 and, racing, gang 2 there too: the first
+    // is confirmed; the second is not adopted (domain 1 would turn Dirty
+    // while domains 0 and 2 are Empty) and is placed as new.
+    p.adopt(GangId(1), DomainId(1), Duration::ZERO);
+    p.adopt(GangId(2), DomainId(1), Duration::ZERO);
+    let plan = p.plan(&[mem(1, 3), mem(2, 3)], Duration::ZERO);
+    assert_eq!(plan.dirty(), 0);
+    assert_eq!(plan.homes[&GangId(1)], DomainId(1), "{plan:?}");
+    assert_ne!(plan.homes[&GangId(2)], DomainId(1));
+    assert!(
+        matches!(plan.reasons[&GangId(1)], Reason::Confirmed { .. }),
+        "{plan:?}"
+    );
+    assert!(
+        matches!(plan.reasons[&GangId(2)], Reason::New(_)),
+        "{plan:?}"
+    );
+    check_reasons(&plan);
+    // A gang with a home, or an unknown domain, is not adopted.
+    p.adopt(GangId(1), DomainId(0), TICK);
+    p.adopt(GangId(3), DomainId(9), TICK);
+    let plan = p.plan(&[mem(1, 3), mem(2, 3)], TICK);
+    assert_eq!(plan.homes[&GangId(1)], DomainId(1));
+    assert!(!plan.homes.contains_key(&GangId(3)));
+    assert!(plan.explain(GangId(1)).unwrap().contains("home domain 1"));
+
+    // With no domain Empty a Dirty adoption stands; an adopted gang moves
+    // at once (no dwell) when one move improves the plan: here two gangs of
+    // 3 threads in one domain of 4 CPUs, the other domain holding 1 thread.
+    let mut q = planner(&[4, 4]);
+    q.adopt(GangId(1), DomainId(0), Duration::ZERO);
+    q.adopt(GangId(2), DomainId(1), Duration::ZERO);
+    q.adopt(GangId(3), DomainId(1), Duration::ZERO);
+    let plan = q.plan(&[mem(1, 1), mem(2, 3), mem(3, 3)], Duration::ZERO);
+    assert!(
+        [2, 3].iter().any(|g| matches!(
+            plan.reasons[&GangId(*g)],
+            Reason::Moved {
+                gain: Gain::LessExcess,
+                ..
+            }
+        )),
+        "{plan:?}"
+    );
+    assert_eq!(
+        threads_in(&plan, &[mem(1, 1), mem(2, 3), mem(3, 3)], DomainId(1)),
+        3
+    );
+    check_reasons(&plan);
+}

@@ -7,6 +7,7 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sky_classify::{Hints, RuleSpec, Thresholds};
+use sky_gangs::rules::{GangRuleSpec, GangRules};
 use sky_topology::DecayThresholds;
 use std::path::Path;
 
@@ -54,6 +55,13 @@ pub struct Policy {
     /// machine with SMT; does nothing otherwise).
     #[serde(default = "default_smt_pairing")]
     pub smt_pairing: bool,
+    /// Shared-cache gangs: each memory-bound gang's threads run in one
+    /// cache domain, one gang per domain while domains are spare.
+    #[serde(default = "default_gangs")]
+    pub gangs: bool,
+    /// How long a gang thread waits for a CPU at home before another
+    /// domain may take it (default: the patience, 4 slices).
+    pub gang_spill_us: Option<u64>,
     /// Left out: derived from cache sizes.
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
@@ -67,6 +75,10 @@ pub struct Policy {
     /// line's `--class` rules.
     #[serde(default)]
     pub class_rule: Vec<RuleSpec>,
+    /// Gang rules (`[[gang_rule]]` tables), tried after the command
+    /// line's `--gang` rules.
+    #[serde(default)]
+    pub gang_rule: Vec<GangRuleSpec>,
 }
 
 fn default_decay() -> DecayRule {
@@ -81,6 +93,9 @@ fn default_wake_sync() -> bool {
 fn default_smt_pairing() -> bool {
     true
 }
+fn default_gangs() -> bool {
+    true
+}
 
 /// Command-line overrides; `None` keeps the policy's value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -91,6 +106,7 @@ pub struct Overrides {
     pub affinity_grace_us: Option<u64>,
     pub starve_ms: Option<u64>,
     pub smt_pairing: Option<bool>,
+    pub gangs: Option<bool>,
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
 }
@@ -103,12 +119,15 @@ pub struct Knobs {
     pub walk_depth: u32,
     pub wake_sync: bool,
     pub smt_pairing: bool,
+    pub gangs: bool,
     pub slice_ns: u64,
     pub slice_min_ns: u64,
     pub affinity_grace_ns: u64,
     /// How long a task waits for its busy CPU before any idle CPU may take
     /// it whatever the loads say: PATIENCE_SLICES slices.
     pub patience_ns: u64,
+    /// How long a gang thread waits at home before it may spill.
+    pub gang_spill_ns: u64,
     pub sleeper_credit_ns: u64,
     pub starve_ns: u64,
     pub decay_core_ns: u64,
@@ -202,8 +221,10 @@ impl Policy {
             AFFINITY_GRACE_US,
         )?;
         self.check_wait_bound()?;
+        self.check_gang_spill()?;
         self.classify.validate()?;
         Hints::new(&[], &self.class_rule)?;
+        GangRules::new(&[], &self.gang_rule)?;
         for (field, value, range) in [
             ("decay_core_us", self.decay_core_us, DECAY_US),
             ("decay_llc_us", self.decay_llc_us, DECAY_US),
@@ -213,6 +234,31 @@ impl Policy {
             if let Some(v) = value {
                 check(field, v, range)?;
             }
+        }
+        Ok(())
+    }
+
+    /// The spill wait: what the policy says, else the patience.
+    fn gang_spill_us(&self) -> u64 {
+        self.gang_spill_us.unwrap_or_else(|| self.patience_us())
+    }
+
+    /// A gang thread must be free to spill before the starvation rescue
+    /// takes it: else the rescue, not the spill, would bound its wait, and
+    /// a rescued task goes to whichever CPU asks first.
+    fn check_gang_spill(&self) -> Result<()> {
+        let rescue_us = self.starve_ms * 1000 * RESCUE_AFTER_EIGHTHS / 8;
+        let spill_us = self.gang_spill_us();
+        if spill_us >= rescue_us {
+            bail!(
+                "gang_spill_us = {spill_us} must be below {RESCUE_AFTER_EIGHTHS}/8 of starve_ms \
+                 ({rescue_us} us), when the starvation rescue takes a task{}",
+                if self.gang_spill_us.is_none() {
+                    " (left out, it is 4 x slice_us; set it)"
+                } else {
+                    ""
+                }
+            );
         }
         Ok(())
     }
@@ -256,6 +302,7 @@ impl Policy {
         p.affinity_grace_us = over.affinity_grace_us.unwrap_or(p.affinity_grace_us);
         p.starve_ms = over.starve_ms.unwrap_or(p.starve_ms);
         p.smt_pairing = over.smt_pairing.unwrap_or(p.smt_pairing);
+        p.gangs = over.gangs.unwrap_or(p.gangs);
         p.decay_core_us = over.decay_core_us.or(p.decay_core_us);
         p.decay_llc_us = over.decay_llc_us.or(p.decay_llc_us);
         p.validate().context("command-line override")?;
@@ -284,10 +331,12 @@ impl Policy {
             walk_depth: p.walk_depth,
             wake_sync: p.wake_sync,
             smt_pairing: p.smt_pairing,
+            gangs: p.gangs,
             slice_ns: p.slice_us * 1000,
             slice_min_ns: p.slice_min_us * 1000,
             affinity_grace_ns: p.affinity_grace_us * 1000,
             patience_ns: p.patience_us() * 1000,
+            gang_spill_ns: p.gang_spill_us() * 1000,
             sleeper_credit_ns: p.sleeper_credit_us * 1000,
             starve_ns: p.starve_ms * 1_000_000,
             decay_core_ns,

@@ -224,3 +224,59 @@ fn class_rules_are_read_and_bad_ones_named() {
         "{e}"
     );
 }
+
+#[test]
+fn gang_knobs_resolve_and_a_spill_past_the_rescue_is_refused() {
+    let k = Policy::load("sky1")
+        .unwrap()
+        .resolve(&Overrides::default(), &derived())
+        .unwrap();
+    assert!(k.gangs);
+    assert_eq!(k.gang_spill_ns, 20_000_000);
+    let off = Overrides {
+        gangs: Some(false),
+        ..Default::default()
+    };
+    assert!(
+        !Policy::load("sky1")
+            .unwrap()
+            .resolve(&off, &derived())
+            .unwrap()
+            .gangs
+    );
+    // The baselines leave gangs off; left out, the spill is the patience.
+    for name in ["vtime", "sky1-strict"] {
+        let p = Policy::load(name).unwrap();
+        let k = p.resolve(&Overrides::default(), &derived()).unwrap();
+        assert!(!k.gangs, "{name}");
+        assert_eq!(k.gang_spill_ns, k.patience_ns, "{name}");
+    }
+    // starve_ms 50: the rescue takes a task at 37.5 ms.
+    let text = PRESETS[0]
+        .1
+        .replace("gang_spill_us = 20000", "gang_spill_us = 37500");
+    let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
+    assert!(
+        e.contains("p.toml") && e.contains("gang_spill_us = 37500"),
+        "{e}"
+    );
+    let text = PRESETS[0]
+        .1
+        .replace("gang_spill_us = 20000", "gang_spill_us = 37499");
+    assert!(Policy::parse(&text, "p.toml").is_ok());
+}
+
+#[test]
+fn gang_rules_are_read_and_bad_ones_named() {
+    let text = format!(
+        "{}\n[[gang_rule]]\nspace = \"job-*\"\nmemory_bound = true\n",
+        PRESETS[0].1
+    );
+    assert_eq!(Policy::parse(&text, "p.toml").unwrap().gang_rule.len(), 1);
+    let text = format!(
+        "{}\n[[gang_rule]]\nspace = \"job-*\"\ncomm = \"x\"\n",
+        PRESETS[0].1
+    );
+    let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
+    assert!(e.contains("p.toml") && e.contains("gang_rule #1"), "{e}");
+}

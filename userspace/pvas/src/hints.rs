@@ -10,7 +10,7 @@
 //! have made or that could hang it.
 
 use crate::files::{self, Trust};
-use crate::layout::{HeaderFixed, MemberSlot, HEADER_BYTES, SLOT_ACTIVE};
+use crate::layout::{HeaderFixed, MemberSlot, HEADER_BYTES, SLOT_ACTIVE, SLOT_JOINING};
 use crate::liveness;
 use crate::membership::Member;
 use crate::space::FILE_PREFIX;
@@ -271,11 +271,15 @@ fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, V
         .filter_map(|id| {
             let owner = word(id, offset_of!(MemberSlot, owner), 8);
             let state = word(id, offset_of!(MemberSlot, state), 4) as u32;
-            (owner != 0 && state == SLOT_ACTIVE).then(|| Member {
+            // A joining member (its slot reserved by `scx_sky pvas run`
+            // before exec, or mid-claim) counts: it names its process.
+            (owner != 0 && (state == SLOT_ACTIVE || state == SLOT_JOINING)).then(|| Member {
                 id: id as u32,
                 pid: owner as u32,
                 alive: liveness::slot_locked(std::os::fd::AsRawFd::as_raw_fd(&file), id as u32),
-                pm_writer: word(id, offset_of!(MemberSlot, pm_writer), 4) != 0,
+                // A joiner's flag is still its predecessor's.
+                pm_writer: state == SLOT_ACTIVE
+                    && word(id, offset_of!(MemberSlot, pm_writer), 4) != 0,
             })
         })
         .collect();

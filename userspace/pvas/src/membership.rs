@@ -78,6 +78,14 @@ impl Space {
     /// keep waiting on the member it was. Returns that generation.
     fn begin_join(&self, id: u32) -> u32 {
         let slot = self.slot(id);
+        // The joiner is named from the start (`scx_sky pvas run` reserves
+        // the slot before it execs, keeping its pid): the scheduler gangs
+        // a joining member with the space before it attaches.
+        let me = proc::my_pid();
+        slot.owner.store(
+            owner_word(me, proc::start_time(me).unwrap_or(0)),
+            Ordering::Release,
+        );
         slot.state.store(SLOT_JOINING, Ordering::Release);
         let now = slot.generation.load(Ordering::Acquire);
         // Even (settled) + 1, or odd (a claimer died mid-join) + 2.

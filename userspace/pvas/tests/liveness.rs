@@ -104,6 +104,17 @@ fn a_reserved_slot_is_held_until_the_program_attaches_with_it() {
         p.line(Duration::from_secs(10)).unwrap_or_default()
     };
     assert_eq!(taken(), "error: member ID 1 is held by a live process");
+    // The scheduler sees the joiner from the reservation on (it gangs the
+    // process with the space before the program attaches).
+    let (_, members) = sky_pvas::hints::read_members(&s.path).unwrap();
+    let me = std::process::id();
+    assert_eq!(
+        members
+            .iter()
+            .map(|m| (m.id, m.pid, m.alive, m.pm_writer))
+            .collect::<Vec<_>>(),
+        [(1, me, true, false)]
+    );
     let member = launched_member(&s.path, &fd.to_string());
     // The child has its copy; ours goes (the launcher exec'd in reality).
     // SAFETY: closing the descriptor reserve_for_exec gave us.

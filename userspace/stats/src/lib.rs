@@ -55,6 +55,9 @@ pub enum SampleRequest {
     /// What the scheduler knows of each of these threads: an object from
     /// thread ID (as text) to a [`ThreadView`].
     Threads(Vec<u32>),
+    /// The gangs, their homes and why, and the cache domains' states, as
+    /// the last plan left them (target `gangs`).
+    Gangs,
 }
 
 /// What the scheduler knows of one thread.
@@ -299,7 +302,14 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<Sampl
             },
         )
         .add_stats("totals", totals)
-        .add_stats("threads", Box::new(ask_threads));
+        .add_stats("threads", Box::new(ask_threads))
+        .add_stats(
+            "gangs",
+            Box::new(|_args, (req, res)| {
+                req.send(SampleRequest::Gangs)?;
+                Ok(res.recv()?)
+            }),
+        );
     let mut server = StatsServer::new(data);
     if let Some(path) = path {
         server = server.set_path(path);
@@ -381,6 +391,13 @@ impl Reader {
                 ))
             })
             .collect())
+    }
+
+    /// The gangs as the scheduler's last plan left them (target `gangs`).
+    pub fn gangs(&mut self) -> Result<Value> {
+        self.client
+            .request("stats", vec![("target".into(), "gangs".into())])
+            .context("reading the gangs")
     }
 
     /// The scheduler's `stats_meta` answer.

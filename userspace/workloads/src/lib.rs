@@ -6,6 +6,7 @@ pub mod bpf_cost;
 pub mod cache_loop;
 pub mod child;
 pub mod control;
+pub mod gang_share;
 pub mod hostile;
 pub mod pingpong;
 pub mod procstat;

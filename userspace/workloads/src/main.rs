@@ -68,6 +68,17 @@ enum Command {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+    /// A memory-bound gang: THREADS threads walking one shared buffer of
+    /// MB MiB (a dependent random chain) for SECONDS. Start it through a
+    /// link named `mb-NAME` so the gang observer knows its tasks.
+    Gang {
+        #[arg(long, default_value_t = 3)]
+        threads: usize,
+        #[arg(long, default_value_t = 8)]
+        mb: usize,
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+    },
     /// Everything that makes scheduling hard at once (CPU hogs, more
     /// spinners pinned to one CPU than it can run, affinity, nice and
     /// class churn, yield spinners, a fork storm); prints per kind the
@@ -270,6 +281,21 @@ fn run(cli: Cli) -> Result<()> {
         Command::BpfCost { seconds } => {
             let costs = sky_workloads::bpf_cost::watch(secs(seconds)?)?;
             println!("{}", sky_workloads::bpf_cost::line(&costs, seconds));
+        }
+        Command::Gang {
+            threads,
+            mb,
+            seconds,
+        } => {
+            // Started by `scx_sky pvas run`: a member of its space until it
+            // exits, so the scheduler sees the space's processes as one gang.
+            let member = std::env::var_os("SKY_PVAS_PATH")
+                .map(|_| sky_pvas::Space::attach_from_env())
+                .transpose()?;
+            let loads = threads::shared_walk(threads, mb, secs(seconds)?)?;
+            println!("result workload=gang threads={threads} mb={mb} loads={loads}");
+            // The kernel lets the slot go with the process.
+            std::mem::forget(member);
         }
         Command::Burn { threads, seconds } => {
             let work = threads::burn(threads, secs(seconds)?)?;

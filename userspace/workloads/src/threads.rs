@@ -60,6 +60,59 @@ pub fn burn(threads: usize, duration: Duration) -> Result<u64> {
     Ok(total)
 }
 
+/// A memory-bound gang (SEEDS.md §3): `threads` threads walk one shared
+/// buffer of `mb` MiB in a dependent pseudo-random chain (each load's
+/// address comes from the one before, so the caches, not the ALUs, set the
+/// pace) for `run`. Returns the loads made. On real hardware its CPI
+/// depends on whether its threads share one LLC; under TCG only where it
+/// runs can be judged.
+pub fn shared_walk(threads: usize, mb: usize, run: Duration) -> Result<u64> {
+    if threads == 0 || threads > 1024 {
+        bail!("--threads must be 1..=1024, got {threads}");
+    }
+    if mb == 0 || mb > 4096 {
+        bail!("--mb must be 1..=4096, got {mb}");
+    }
+    let slots = mb * (1 << 20) / 8;
+    // A single cycle through every slot (Sattolo's shuffle), so a walk
+    // never settles into a short loop that fits in cache.
+    let mut chain: Vec<u64> = (0..slots as u64).collect();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..slots).rev() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        chain.swap(i, (seed % i as u64) as usize);
+    }
+    let chain = Arc::new(chain);
+    let loads = Arc::new(AtomicU64::new(0));
+    let end = Instant::now() + run;
+    let mut handles = Vec::with_capacity(threads);
+    for t in 0..threads {
+        let (chain, loads) = (chain.clone(), loads.clone());
+        let handle = std::thread::Builder::new()
+            .spawn(move || {
+                let mut at = (t * slots / threads) as u64;
+                let mut n = 0u64;
+                while Instant::now() < end {
+                    for _ in 0..4096 {
+                        at = chain[at as usize];
+                    }
+                    n += 4096;
+                }
+                std::hint::black_box(at);
+                loads.fetch_add(n, Ordering::Relaxed);
+            })
+            .with_context(|| format!("spawning walker {t} of {threads}"))?;
+        handles.push(handle);
+    }
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a walker thread panicked"))?;
+    }
+    Ok(loads.load(Ordering::Relaxed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 //! schedstat counters a task reads about itself, it sees every single wait
 //! of every task, including one that never ends (reported as open).
 
+use crate::gang_share::GangShare;
 use crate::smt_share::SmtShare;
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
@@ -268,6 +269,8 @@ pub struct WaitBook {
     pub resched: GroupWaits,
     /// What PM writers' SMT siblings ran (empty without sibling pairs).
     pub smt: SmtShare,
+    /// Whether gangs ran in one cache domain (empty without domains).
+    pub gangs: GangShare,
     pub rt_waits: u64,
     pub lost_events: u64,
     pub events: u64,
@@ -296,6 +299,7 @@ impl WaitBook {
             Event::Lost(_) => self.last_ts_ns,
         };
         self.smt.advance(ts);
+        self.gangs.advance(ts);
         if self.last_ts_ns > 0 && ts > self.last_ts_ns + GAP_NS {
             self.gaps.push((ts, ts - self.last_ts_ns));
         }
@@ -303,7 +307,10 @@ impl WaitBook {
         match event {
             Event::Lost(n) => self.lost_events += n,
             Event::Tick { .. } => {}
-            Event::Rename { cpu, comm, .. } => self.smt.renamed(cpu, comm),
+            Event::Rename { cpu, comm, .. } => {
+                self.smt.renamed(cpu, comm);
+                self.gangs.renamed(cpu, comm);
+            }
             Event::ReschedSent { ts_ns, cpu } => {
                 self.resched_sent.entry(cpu).or_insert(ts_ns);
             }
@@ -360,6 +367,7 @@ impl WaitBook {
                     self.running.insert(next_pid, (cpu, ts_ns));
                 }
                 self.smt.switched(cpu, next_pid, next_comm);
+                self.gangs.switched(cpu, next_pid, next_comm);
                 if let Some((since, _, _)) = self.runnable_since.remove(&next_pid) {
                     if next_prio < 100 {
                         self.rt_waits += 1;
@@ -474,6 +482,7 @@ impl WaitBook {
         let open = self.open_waits();
         let open_max = open.first().map(|o| o.2 / 1000).unwrap_or(0);
         out.extend(self.smt.line());
+        out.extend(self.gangs.line());
         out.push(format!(
             "result observer=trace resched_ipis={} p50_ipi_us={} p99_ipi_us={} max_ipi_us={}",
             self.resched.waits_us.len(),

@@ -1,6 +1,7 @@
 //! Scheduler tracing through tracefs for `trace_waits`: turns the events
 //! on, reads trace_pipe beside the workload, and leaves tracing as found.
 
+use crate::gang_share::{cpu_domains, GangShare};
 use crate::smt_share::{sibling_pairs, SmtShare};
 use crate::trace_waits::{parse_line, WaitBook};
 use anyhow::{Context, Result};
@@ -179,6 +180,7 @@ impl Drop for Tracer {
 fn read_pipe(mut pipe: File, stop: &AtomicBool, cpus_online: usize) -> Result<WaitBook> {
     let mut book = WaitBook::expecting(cpus_online);
     book.smt = SmtShare::new(&sibling_pairs());
+    book.gangs = GangShare::new(&cpu_domains());
     let mut buf = vec![0u8; 1 << 16];
     let mut pending: Vec<u8> = Vec::new();
     loop {

@@ -1,0 +1,656 @@
+//! Feeds gangs to BPF (bpf/gang.bpf.h): every 100 ms the running tasks are
+//! grouped by the gang rules (sky_gangs::table), each gang judged
+//! memory-bound or not, the planner gives every memory-bound gang a home
+//! domain, and the result goes to BPF's maps: which processes form a gang
+//! of several (`sky_proc_gang`), each gang's home (`sky_gang_homes`) and
+//! the gangs homed per domain (`sky_llc_gangs`). Homes BPF chose itself
+//! for new processes (provisional) are adopted by the planner first.
+
+use crate::bpf::intf;
+use crate::bpf::skel::types::bss;
+use anyhow::Result;
+use libbpf_rs::{MapCore, MapFlags};
+use log::{info, warn};
+use sky_classify::live::LiveTask;
+use sky_classify::Class;
+use sky_gangs::planner::{
+    self, Domain, DomainId, DomainState, GangId, Plan, Planner, Reason, Settings,
+};
+use sky_gangs::rules::{GangKey, GangRules, Hint};
+use sky_gangs::table::{GangEntry, GangIds, GangTable};
+use sky_policy::Policy;
+use sky_pvas::hints::SpaceHints;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+const PERIOD: Duration = Duration::from_millis(100);
+/// A gang's demand is the most threads it had runnable in this many
+/// periods (1 s): a gang whose threads take turns sleeping keeps its size.
+const DEMAND_WINDOW: usize = 10;
+const NO_DOMAIN: u32 = intf::sky_consts_SKY_LLC_UNKNOWN;
+
+/// `struct sky_gang_home` as bytes: llc, planned (u32 each), since_ns.
+const HOME_BYTES: usize = 16;
+const _: () = assert!(std::mem::size_of::<intf::sky_gang_home>() == HOME_BYTES);
+
+fn encode_home(llc: u32, planned: bool, since_ns: u64) -> [u8; HOME_BYTES] {
+    let mut b = [0u8; HOME_BYTES];
+    b[0..4].copy_from_slice(&llc.to_ne_bytes());
+    b[4..8].copy_from_slice(&u32::from(planned).to_ne_bytes());
+    b[8..16].copy_from_slice(&since_ns.to_ne_bytes());
+    b
+}
+
+/// (llc, planned) of a `sky_gang_home` value.
+fn decode_home(b: &[u8]) -> Option<(u32, bool)> {
+    let llc = u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?);
+    let planned = u32::from_ne_bytes(b.get(4..8)?.try_into().ok()?);
+    Some((llc, planned != 0))
+}
+
+/// A gang's key in BPF's maps (see SKY_GANG_SHARED_BASE in bpf/intf.h).
+fn bpf_key(key: &GangKey, id: GangId) -> u64 {
+    match key {
+        GangKey::Process(tgid) => u64::from(*tgid),
+        _ => intf::SKY_GANG_SHARED_BASE + id.0,
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Is thread `tid` of process `pid` runnable now (state R in /proc)?
+fn runnable(pid: u32, tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // The name may hold spaces and parentheses: the state follows
+            // the last ')'.
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|st| st == "R")
+        })
+        .unwrap_or(false)
+}
+
+/// One gang as the last refresh saw it, for `scx_sky gangs`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct GangView {
+    pub id: u64,
+    /// `process 1234`, `space NAME`, `cgroup PATH`, `rule N`.
+    pub gang: String,
+    pub processes: Vec<u32>,
+    pub threads: usize,
+    /// Runnable threads (the planner's demand).
+    pub demand: u32,
+    pub memory_bound: bool,
+    /// Why it is (or is not) memory-bound.
+    pub judged_by: String,
+    pub home: Option<u32>,
+    pub why: Option<String>,
+}
+
+/// One domain as the last plan left it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct DomainView {
+    pub id: u32,
+    pub cpus: u32,
+    pub state: DomainState,
+    pub gangs: Vec<u64>,
+}
+
+/// What `scx_sky gangs` shows.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct GangsView {
+    pub domains: Vec<DomainView>,
+    pub gangs: Vec<GangView>,
+    /// Milliseconds each domain state was planned, summed over domains
+    /// since the start (Dirty ms / all ms = the Dirty share).
+    pub state_ms: BTreeMap<String, u64>,
+}
+
+impl GangsView {
+    /// ` gangs: homed=2 llc0=clean llc1=clean dirty=0.4%`: the domains
+    /// as planned, and the planned Dirty share of domain time so far.
+    pub fn summary(&self) -> String {
+        let homed: usize = self.domains.iter().map(|d| d.gangs.len()).sum();
+        let total: u64 = self.state_ms.values().sum();
+        let dirty = self.state_ms.get("dirty").copied().unwrap_or(0);
+        let mut s = format!(" gangs: homed={homed}");
+        for d in &self.domains {
+            s += &format!(" llc{}={}", d.id, d.state);
+        }
+        if total > 0 {
+            s += &format!(" dirty={:.1}%", dirty as f64 * 100.0 / total as f64);
+        }
+        s
+    }
+}
+
+pub struct GangFeed {
+    rules: GangRules,
+    ids: GangIds,
+    planner: Planner,
+    started: Instant,
+    refreshed_at: Option<Instant>,
+    /// Runnable threads per period, newest last, per gang.
+    demand: HashMap<GangId, VecDeque<u32>>,
+    /// The processes BPF knows in a gang of several, as written.
+    proc_written: HashMap<u32, u64>,
+    warned_full: bool,
+    warned_dangling: bool,
+    /// Each space's member processes at the last refresh.
+    spaces_seen: Vec<(String, Vec<u32>)>,
+    view: GangsView,
+}
+
+/// Each space with its member processes, in a comparable form.
+fn members_signature(spaces: &[SpaceHints]) -> Vec<(String, Vec<u32>)> {
+    let mut v: Vec<(String, Vec<u32>)> = spaces
+        .iter()
+        .map(|s| {
+            let mut pids = s.pids.clone();
+            pids.sort_unstable();
+            (s.name.clone(), pids)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+impl GangFeed {
+    /// Gangs by the rules `--gang` (`command_line`) and the policy's
+    /// `[[gang_rule]]`, over the domains of `topo`.
+    pub fn new(
+        command_line: &[String],
+        policy: &Policy,
+        topo: &sky_topology::Topology,
+    ) -> Result<Self> {
+        let rules = GangRules::new(command_line, &policy.gang_rule)?;
+        let domains = topo
+            .llcs
+            .iter()
+            .enumerate()
+            .map(|(i, llc)| Domain {
+                id: DomainId(i as u32),
+                cpus: llc.cpus.iter().filter(|&&c| topo.cpus[c].online).count() as u32,
+            })
+            .collect();
+        Ok(GangFeed {
+            rules,
+            ids: GangIds::default(),
+            planner: Planner::new(domains, Settings::default()),
+            started: Instant::now(),
+            refreshed_at: None,
+            demand: HashMap::new(),
+            proc_written: HashMap::new(),
+            warned_full: false,
+            warned_dangling: false,
+            spaces_seen: Vec::new(),
+            view: GangsView::default(),
+        })
+    }
+
+    pub fn due(&self) -> bool {
+        self.refreshed_at.is_none_or(|t| t.elapsed() >= PERIOD)
+    }
+
+    /// The tasks must be listed when any could be in a memory-bound gang:
+    /// a rule, a shared space, or a class that can say memory-bound.
+    pub fn wants_tasks(&self, spaces: &[SpaceHints], classes_possible: bool) -> bool {
+        !self.rules.is_empty() || !spaces.is_empty() || classes_possible
+    }
+
+    /// Do space rules make gangs? Then the spaces are watched closely: a
+    /// member that joins is put in its gang at once, not a period later.
+    pub fn watches_spaces(&self) -> bool {
+        self.rules.by_space()
+    }
+
+    /// Has any space's membership changed since the last refresh?
+    pub fn spaces_changed(&self, spaces: &[SpaceHints]) -> bool {
+        members_signature(spaces) != self.spaces_seen
+    }
+
+    pub fn needs_cgroups(&self) -> bool {
+        self.rules.by_cgroup()
+    }
+
+    /// The last refresh's gangs, domains and planned state times.
+    pub fn view(&self) -> &GangsView {
+        &self.view
+    }
+
+    /// One refresh: group `tasks`, judge, plan, and hand BPF the result.
+    /// `class_of`: a task's class (the daemon's, or its hints').
+    #[allow(clippy::too_many_arguments)]
+    pub fn refresh(
+        &mut self,
+        homes: &impl MapCore,
+        proc_gang: &impl MapCore,
+        bss: Option<&mut bss>,
+        tasks: &[LiveTask],
+        spaces: &[SpaceHints],
+        class_of: impl Fn(&LiveTask) -> Option<Class>,
+    ) {
+        let elapsed = self.refreshed_at.map(|t| t.elapsed());
+        self.refreshed_at = Some(Instant::now());
+        let now = self.started.elapsed();
+        if let Some(bss) = &bss {
+            self.follow_hotplug(bss);
+        }
+        self.warn_dangling(tasks, spaces);
+
+        let mut members: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for space in spaces {
+            for pid in &space.pids {
+                members.entry(*pid).or_default().push(space.name.clone());
+            }
+        }
+        self.spaces_seen = members_signature(spaces);
+        let table = GangTable::build(tasks, &self.rules, &members, &mut self.ids);
+        let by_tid: HashMap<u32, &LiveTask> = tasks.iter().map(|t| (t.tid, t)).collect();
+        let class_of_tid = |tid: u32| by_tid.get(&tid).and_then(|t| class_of(t));
+        let judged: BTreeMap<GangId, (bool, String)> = table
+            .gangs
+            .values()
+            .map(|e| (e.id, memory_bound(e, &class_of_tid)))
+            .collect();
+        self.demand.retain(|g, _| judged.contains_key(g));
+        let mut gangs = Vec::new();
+        for e in table.gangs.values() {
+            let mb = judged[&e.id].0;
+            let mut demand = 0;
+            if mb {
+                let window = self.demand.entry(e.id).or_default();
+                let now_runnable = e
+                    .tids
+                    .iter()
+                    .filter(|tid| by_tid.get(tid).is_some_and(|t| runnable(t.pid, t.tid)))
+                    .count() as u32;
+                window.push_back(now_runnable);
+                if window.len() > DEMAND_WINDOW {
+                    window.pop_front();
+                }
+                demand = window.iter().copied().max().unwrap_or(0).max(1);
+            }
+            gangs.push(planner::Gang {
+                id: e.id,
+                threads: demand,
+                memory_bound: mb,
+            });
+        }
+
+        // A gang the planner has not placed yet (new, or just formed from
+        // processes that joined a space) keeps the home its threads are
+        // in: the one BPF or an earlier plan gave the process holding the
+        // most of its threads. BPF chose it at their first placement, and
+        // moving them costs a cache refill.
+        let in_bpf = read_homes(homes);
+        for e in table.gangs.values() {
+            if !judged[&e.id].0 || self.planner.home(e.id).is_some() {
+                continue;
+            }
+            let mut threads_in: BTreeMap<u32, usize> = BTreeMap::new();
+            for tid in &e.tids {
+                if let Some(t) = by_tid.get(tid) {
+                    *threads_in.entry(t.pid).or_default() += 1;
+                }
+            }
+            let home = threads_in
+                .iter()
+                .filter_map(|(pid, n)| match in_bpf.get(&u64::from(*pid)) {
+                    Some(&(llc, _)) if llc != NO_DOMAIN => Some((*n, std::cmp::Reverse(*pid), llc)),
+                    _ => None,
+                })
+                .max()
+                .map(|(_, _, llc)| llc);
+            if let Some(llc) = home {
+                self.planner.adopt(e.id, DomainId(llc), now);
+            }
+        }
+        let plan = self.planner.plan(&gangs, now);
+        log_changes(&table, &plan);
+        self.write_homes(homes, &table, &plan, &in_bpf);
+        self.write_proc_gangs(proc_gang, &table);
+        if let Some(bss) = bss {
+            publish_counts(bss, &plan, &table, &in_bpf, self.planner.domains().len());
+        }
+        self.view = view(
+            &table,
+            &gangs,
+            &judged,
+            &plan,
+            self.planner.domains(),
+            std::mem::take(&mut self.view.state_ms),
+            elapsed,
+        );
+    }
+
+    /// Domains whose CPUs all went offline are gone for the planner.
+    fn follow_hotplug(&mut self, bss: &bss) {
+        let domains: Vec<Domain> = (0..self.planner.domains().len().max(bss.sky_llc_online.len()))
+            .take(intf::sky_consts_SKY_MAX_LLCS as usize)
+            .filter_map(|i| {
+                // SAFETY: an aligned s32 BPF updates atomically.
+                let n = unsafe { std::ptr::read_volatile(&bss.sky_llc_online[i]) };
+                (n > 0).then_some(Domain {
+                    id: DomainId(i as u32),
+                    cpus: n as u32,
+                })
+            })
+            .collect();
+        if domains != self.planner.domains() {
+            info!(
+                "gangs: cache domains now {}",
+                domains
+                    .iter()
+                    .map(|d| format!("{}:{} CPUs", d.id.0, d.cpus))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            self.planner.set_domains(domains);
+        }
+    }
+
+    /// A rule naming a cgroup or space that does not exist is a warning
+    /// (once): it may come later.
+    fn warn_dangling(&mut self, tasks: &[LiveTask], spaces: &[SpaceHints]) {
+        if self.warned_dangling || self.rules.is_empty() {
+            return;
+        }
+        self.warned_dangling = true;
+        let cgroups: Vec<&str> = tasks.iter().map(|t| t.cgroup.as_str()).collect();
+        let names: Vec<&str> = spaces.iter().map(|s| s.name.as_str()).collect();
+        for w in self.rules.dangling(&cgroups, &names) {
+            warn!("gang rule: {w}");
+        }
+    }
+
+    /// Writes the plan's homes; removes homes of gangs that have none now.
+    fn write_homes(
+        &mut self,
+        homes: &impl MapCore,
+        table: &GangTable,
+        plan: &Plan,
+        in_bpf: &BTreeMap<u64, (u32, bool)>,
+    ) {
+        let mut want: HashMap<u64, u32> = HashMap::new();
+        for (key, e) in &table.gangs {
+            if let Some(d) = plan.homes.get(&e.id) {
+                want.insert(bpf_key(key, e.id), d.0);
+            } else if e.hint == Hint::NotMemoryBound && matches!(key, GangKey::Process(_)) {
+                // Keeps BPF from claiming a home for it by its class.
+                want.insert(bpf_key(key, e.id), NO_DOMAIN);
+            }
+        }
+        let listed_processes: std::collections::HashSet<u32> = table
+            .gangs
+            .values()
+            .flat_map(|e| e.processes.iter().copied())
+            .collect();
+        let since = monotonic_ns();
+        for (key, llc) in &want {
+            if in_bpf.get(key) == Some(&(*llc, true)) {
+                continue;
+            }
+            let value = encode_home(*llc, true, since);
+            if let Err(e) = homes.update(&key.to_ne_bytes(), &value, MapFlags::ANY) {
+                if !self.warned_full {
+                    warn!("could not give gang {key:#x} its home: {e} (map full?)");
+                    self.warned_full = true;
+                }
+            }
+        }
+        for (key, (_, planned)) in in_bpf {
+            if want.contains_key(key) {
+                continue;
+            }
+            // A provisional home of a process not listed yet stays: the
+            // next refresh adopts it (or drops it, if the process turns
+            // out to be in a gang of several).
+            let listed =
+                *key < intf::SKY_GANG_SHARED_BASE && listed_processes.contains(&(*key as u32));
+            if *planned || listed {
+                let _ = homes.delete(&key.to_ne_bytes());
+            }
+        }
+    }
+
+    /// Tells BPF which processes are in a gang of several.
+    fn write_proc_gangs(&mut self, proc_gang: &impl MapCore, table: &GangTable) {
+        let mut want: HashMap<u32, u64> = HashMap::new();
+        for (key, e) in &table.gangs {
+            if !matches!(key, GangKey::Process(_)) {
+                for &pid in &e.processes {
+                    want.insert(pid, bpf_key(key, e.id));
+                }
+            }
+        }
+        for (pid, gang) in &want {
+            if self.proc_written.get(pid) == Some(gang) {
+                continue;
+            }
+            if let Err(e) = proc_gang.update(&pid.to_ne_bytes(), &gang.to_ne_bytes(), MapFlags::ANY)
+            {
+                if !self.warned_full {
+                    warn!("could not put process {pid} in gang {gang:#x}: {e} (map full?)");
+                    self.warned_full = true;
+                }
+                continue;
+            }
+            self.proc_written.insert(*pid, *gang);
+        }
+        self.proc_written.retain(|pid, _| {
+            let keep = want.contains_key(pid);
+            if !keep {
+                let _ = proc_gang.delete(&pid.to_ne_bytes());
+            }
+            keep
+        });
+    }
+}
+
+/// One line per gang placed or moved by this plan (kept homes are quiet).
+fn log_changes(table: &GangTable, plan: &Plan) {
+    for (key, e) in &table.gangs {
+        let changed = matches!(
+            plan.reasons.get(&e.id),
+            Some(
+                Reason::New(_)
+                    | Reason::Moved { .. }
+                    | Reason::Rehomed { .. }
+                    | Reason::Confirmed { .. }
+            )
+        );
+        if let (true, Some(why)) = (changed, plan.explain(e.id)) {
+            info!(
+                "gang {} ({}, {} processes, {} threads): {why}",
+                e.id.0,
+                describe(key),
+                e.processes.len(),
+                e.tids.len()
+            );
+        }
+    }
+}
+
+/// `process 1234`, `space NAME`, `cgroup PATH`, `rule N`.
+fn describe(key: &GangKey) -> String {
+    match key {
+        GangKey::Process(p) => format!("process {p}"),
+        GangKey::Cgroup(c) => format!("cgroup {c}"),
+        GangKey::Space(s) => format!("space {s}"),
+        GangKey::Rule(r) => format!("rule {}", r + 1),
+    }
+}
+
+/// Is a gang memory-bound, and by what: its rule's hint, else the class of
+/// any of its threads (hints or the PMU).
+fn memory_bound(e: &GangEntry, class_of: &impl Fn(u32) -> Option<Class>) -> (bool, String) {
+    match e.hint {
+        Hint::MemoryBound => (true, "gang rule".into()),
+        Hint::NotMemoryBound => (false, "gang rule".into()),
+        Hint::Auto => match e
+            .tids
+            .iter()
+            .find(|&&t| class_of(t) == Some(Class::MemoryBound))
+        {
+            Some(t) => (true, format!("class of thread {t}")),
+            None => (false, "no thread classed memory-bound".into()),
+        },
+    }
+}
+
+/// Every entry of `sky_gang_homes`: key -> (llc, planned).
+fn read_homes(homes: &impl MapCore) -> BTreeMap<u64, (u32, bool)> {
+    homes
+        .keys()
+        .filter_map(|k| {
+            let key = u64::from_ne_bytes(k.as_slice().try_into().ok()?);
+            let value = homes.lookup(&k, MapFlags::ANY).ok()??;
+            Some((key, decode_home(&value)?))
+        })
+        .collect()
+}
+
+/// Gangs homed per domain for BPF's provisional choices: the plan's, plus
+/// provisional homes of processes the plan has not seen yet.
+fn publish_counts(
+    bss: &mut bss,
+    plan: &Plan,
+    table: &GangTable,
+    in_bpf: &BTreeMap<u64, (u32, bool)>,
+    domains: usize,
+) {
+    let mut counts = vec![0i32; bss.sky_llc_gangs.len()];
+    for d in plan.homes.values() {
+        if let Some(c) = counts.get_mut(d.0 as usize) {
+            *c += 1;
+        }
+    }
+    for (key, (llc, planned)) in in_bpf {
+        let unseen = *key < intf::SKY_GANG_SHARED_BASE
+            && !table.gangs.contains_key(&GangKey::Process(*key as u32));
+        if !planned && unseen {
+            if let Some(c) = counts.get_mut(*llc as usize) {
+                *c += 1;
+            }
+        }
+    }
+    for (i, c) in counts
+        .iter()
+        .enumerate()
+        .take(domains.max(1).max(counts.len()))
+    {
+        // SAFETY: an aligned s32 in the mapped .bss; BPF adds to it
+        // atomically between plans and this store resets it to the truth.
+        unsafe { std::ptr::write_volatile(&mut bss.sky_llc_gangs[i], *c) };
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn view(
+    table: &GangTable,
+    gangs: &[planner::Gang],
+    judged: &BTreeMap<GangId, (bool, String)>,
+    plan: &Plan,
+    domains: &[Domain],
+    mut state_ms: BTreeMap<String, u64>,
+    elapsed: Option<Duration>,
+) -> GangsView {
+    if let Some(dt) = elapsed {
+        for state in plan.states.values() {
+            *state_ms.entry(state.to_string()).or_default() += dt.as_millis() as u64;
+        }
+    }
+    let demand: HashMap<GangId, u32> = gangs.iter().map(|g| (g.id, g.threads)).collect();
+    GangsView {
+        domains: domains
+            .iter()
+            .map(|d| DomainView {
+                id: d.id.0,
+                cpus: d.cpus,
+                state: plan
+                    .states
+                    .get(&d.id)
+                    .copied()
+                    .unwrap_or(DomainState::Empty),
+                gangs: plan
+                    .homes
+                    .iter()
+                    .filter(|(_, h)| **h == d.id)
+                    .map(|(g, _)| g.0)
+                    .collect(),
+            })
+            .collect(),
+        gangs: table
+            .gangs
+            .iter()
+            .filter(|(key, e)| {
+                !matches!(key, GangKey::Process(_)) || judged[&e.id].0 || e.hint != Hint::Auto
+            })
+            .map(|(key, e)| GangView {
+                id: e.id.0,
+                gang: describe(key),
+                processes: e.processes.iter().copied().collect(),
+                threads: e.tids.len(),
+                demand: demand.get(&e.id).copied().unwrap_or(0),
+                memory_bound: judged[&e.id].0,
+                judged_by: judged[&e.id].1.clone(),
+                home: plan.homes.get(&e.id).map(|d| d.0),
+                why: plan.explain(e.id),
+            })
+            .collect(),
+        state_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_values_have_the_layout_bpf_reads() {
+        let b = encode_home(3, true, 77);
+        assert_eq!(decode_home(&b), Some((3, true)));
+        assert_eq!(
+            decode_home(&encode_home(NO_DOMAIN, false, 0)),
+            Some((NO_DOMAIN, false))
+        );
+        assert_eq!(decode_home(&b[..6]), None);
+        // The C struct: llc at 0, planned at 4, since_ns at 8.
+        let c = intf::sky_gang_home {
+            llc: 3,
+            planned: 1,
+            since_ns: 77,
+        };
+        // SAFETY: a plain struct of integers, read as its bytes.
+        let raw: [u8; HOME_BYTES] = unsafe { std::mem::transmute(c) };
+        assert_eq!(raw, b);
+    }
+
+    #[test]
+    fn process_gangs_are_keyed_by_pid_others_above_the_shared_base() {
+        assert_eq!(bpf_key(&GangKey::Process(42), GangId(9)), 42);
+        let k = bpf_key(&GangKey::Space("job".into()), GangId(9));
+        assert_eq!(k, intf::SKY_GANG_SHARED_BASE + 9);
+        assert!(k > u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn runnable_threads_are_read_from_proc() {
+        // The thread running this test is running.
+        let pid = std::process::id();
+        // SAFETY: gettid takes nothing and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+        assert!(runnable(pid, tid));
+        assert!(!runnable(pid, u32::MAX));
+    }
+}
