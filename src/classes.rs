@@ -62,6 +62,9 @@ pub struct ClassFeed {
 struct PmuClasses {
     classifier: Classifier<u32>,
     deltas: Deltas,
+    /// Each task's cycles and instructions in the last period (for the
+    /// gangs' CPI test).
+    period: HashMap<u32, (u64, u64)>,
     /// Which counter slots are counted.
     open: [bool; 5],
     record: Option<Recorder>,
@@ -115,6 +118,7 @@ impl ClassFeed {
             Some(open) => Some(PmuClasses {
                 classifier: Classifier::new(policy.classify.clone())?,
                 deltas: Deltas::default(),
+                period: HashMap::new(),
                 open: Counter::ALL.map(|c| open.is_open(c)),
                 record: record.map(Recorder::create).transpose()?,
             }),
@@ -251,6 +255,12 @@ impl ClassFeed {
         })
     }
 
+    /// Thread `tid`'s cycles and instructions in the last period, where
+    /// the PMU counts them.
+    pub fn period_counts(&self, tid: u32) -> Option<(u64, u64)> {
+        self.pmu.as_ref()?.period.get(&tid).copied()
+    }
+
     /// The class BPF gives thread `tid`: the daemon's, or else a name hint
     /// on its current name (what BPF matches by itself); None if unknown.
     pub fn class_of_thread(&self, tid: u32) -> Option<Class> {
@@ -295,6 +305,7 @@ impl PmuClasses {
     /// A task whose measured class changes is logged with the features
     /// that decided it (`alive`: the tasks running, with their names).
     fn observe(&mut self, counts: &impl MapCore, alive: &HashMap<u32, &str>) {
+        self.period.clear();
         for key in counts.keys() {
             let Some(tid) = key.as_slice().try_into().ok().map(u32::from_ne_bytes) else {
                 continue;
@@ -312,6 +323,8 @@ impl PmuClasses {
                 continue;
             };
             let counters = self.deltas.take(tid, start_time, sums, self.open);
+            self.period
+                .insert(tid, (counters.cycles, counters.instructions));
             if counters.instructions > 0 {
                 self.record(tid, comm, &counters);
             }

@@ -13,6 +13,8 @@ use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
 use sky_classify::live::LiveTask;
 use sky_classify::Class;
+use sky_gangs::cpi_test::Verdict;
+use sky_gangs::detect::{self, Detector, ThreadPeriod};
 use sky_gangs::planner::{
     self, Domain, DomainId, DomainState, GangId, Plan, Planner, Reason, Settings,
 };
@@ -66,17 +68,20 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Is thread `tid` of process `pid` runnable now (state R in /proc)?
+/// Thread `tid` of process `pid` now: runnable (state R), and the CPU it
+/// is on or last ran on (/proc/PID/task/TID/stat).
+fn thread_now(pid: u32, tid: u32) -> Option<(bool, usize)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    // The name may hold spaces and parentheses: fields 3 on follow the
+    // last ')'; the CPU is field 39.
+    let mut rest = s[s.rfind(')')? + 1..].split_whitespace();
+    let running = rest.next()? == "R";
+    let cpu = rest.nth(35)?.parse().ok()?;
+    Some((running, cpu))
+}
+
 fn runnable(pid: u32, tid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat"))
-        .ok()
-        .and_then(|s| {
-            // The name may hold spaces and parentheses: the state follows
-            // the last ')'.
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace().next().map(|st| st == "R")
-        })
-        .unwrap_or(false)
+    thread_now(pid, tid).is_some_and(|(r, _)| r)
 }
 
 /// One gang as the last refresh saw it, for `scx_sky gangs`.
@@ -135,6 +140,10 @@ impl GangsView {
 
 pub struct GangFeed {
     rules: GangRules,
+    /// The CPI test, fed from the PMU where it counts.
+    detector: Detector,
+    /// Each CPU's cache domain.
+    llc_of_cpu: Vec<Option<u32>>,
     ids: GangIds,
     planner: Planner,
     started: Instant,
@@ -184,6 +193,8 @@ impl GangFeed {
             .collect();
         Ok(GangFeed {
             rules,
+            detector: Detector::default(),
+            llc_of_cpu: topo.cpus.iter().map(|c| c.llc.map(|l| l as u32)).collect(),
             ids: GangIds::default(),
             planner: Planner::new(domains, Settings::default()),
             started: Instant::now(),
@@ -238,6 +249,7 @@ impl GangFeed {
         tasks: &[LiveTask],
         spaces: &[SpaceHints],
         class_of: impl Fn(&LiveTask) -> Option<Class>,
+        period_counts: impl Fn(u32) -> Option<(u64, u64)>,
     ) {
         let elapsed = self.refreshed_at.map(|t| t.elapsed());
         self.refreshed_at = Some(Instant::now());
@@ -257,10 +269,14 @@ impl GangFeed {
         let table = GangTable::build(tasks, &self.rules, &members, &mut self.ids);
         let by_tid: HashMap<u32, &LiveTask> = tasks.iter().map(|t| (t.tid, t)).collect();
         let class_of_tid = |tid: u32| by_tid.get(&tid).and_then(|t| class_of(t));
+        self.sample_cpi(&table, &by_tid, &period_counts);
         let judged: BTreeMap<GangId, (bool, String)> = table
             .gangs
             .values()
-            .map(|e| (e.id, memory_bound(e, &class_of_tid)))
+            .map(|e| {
+                let cpi = self.detector.verdict(e.id);
+                (e.id, memory_bound(e, &class_of_tid, cpi))
+            })
             .collect();
         self.demand.retain(|g, _| judged.contains_key(g));
         let mut gangs = Vec::new();
@@ -331,6 +347,40 @@ impl GangFeed {
             std::mem::take(&mut self.view.state_ms),
             elapsed,
         );
+    }
+
+    /// One CPI sample per gang left to detection (hint `auto`) from its
+    /// threads' counts this period and where they are now.
+    fn sample_cpi(
+        &mut self,
+        table: &GangTable,
+        by_tid: &HashMap<u32, &LiveTask>,
+        period_counts: &impl Fn(u32) -> Option<(u64, u64)>,
+    ) {
+        for e in table.gangs.values() {
+            if e.hint != Hint::Auto || e.tids.len() < 2 {
+                continue;
+            }
+            let threads: Vec<ThreadPeriod> = e
+                .tids
+                .iter()
+                .filter_map(|tid| {
+                    let (cycles, instructions) = period_counts(*tid)?;
+                    let task = by_tid.get(tid)?;
+                    let domain = thread_now(task.pid, *tid)
+                        .and_then(|(_, cpu)| self.llc_of_cpu.get(cpu).copied().flatten())
+                        .map(DomainId);
+                    Some(ThreadPeriod {
+                        cycles,
+                        instructions,
+                        domain,
+                    })
+                })
+                .collect();
+            self.detector.observe(e.id, &threads);
+        }
+        let alive: std::collections::HashSet<GangId> = table.gangs.values().map(|e| e.id).collect();
+        self.detector.retain(|g| alive.contains(&g));
     }
 
     /// Domains whose CPUs all went offline are gone for the planner.
@@ -492,8 +542,12 @@ fn describe(key: &GangKey) -> String {
 }
 
 /// Is a gang memory-bound, and by what: its rule's hint, else the class of
-/// any of its threads (hints or the PMU).
-fn memory_bound(e: &GangEntry, class_of: &impl Fn(u32) -> Option<Class>) -> (bool, String) {
+/// any of its threads (hints or the PMU), else the CPI test's verdict.
+fn memory_bound(
+    e: &GangEntry,
+    class_of: &impl Fn(u32) -> Option<Class>,
+    cpi: Option<&Verdict>,
+) -> (bool, String) {
     match e.hint {
         Hint::MemoryBound => (true, "gang rule".into()),
         Hint::NotMemoryBound => (false, "gang rule".into()),
@@ -503,7 +557,13 @@ fn memory_bound(e: &GangEntry, class_of: &impl Fn(u32) -> Option<Class>) -> (boo
             .find(|&&t| class_of(t) == Some(Class::MemoryBound))
         {
             Some(t) => (true, format!("class of thread {t}")),
-            None => (false, "no thread classed memory-bound".into()),
+            None => match cpi {
+                Some(v) => (v.is_memory_bound(), detect::describe(v)),
+                None => (
+                    false,
+                    "no thread classed memory-bound, no CPI samples".into(),
+                ),
+            },
         },
     }
 }
@@ -593,8 +653,14 @@ fn view(
         gangs: table
             .gangs
             .iter()
+            // A process of its own is shown when it matters: memory-bound,
+            // or under the CPI test (most processes are neither).
             .filter(|(key, e)| {
-                !matches!(key, GangKey::Process(_)) || judged[&e.id].0 || e.hint != Hint::Auto
+                let (mb, by) = &judged[&e.id];
+                !matches!(key, GangKey::Process(_))
+                    || *mb
+                    || e.hint != Hint::Auto
+                    || by.starts_with("CPI test")
             })
             .map(|(key, e)| GangView {
                 id: e.id.0,
@@ -652,5 +718,18 @@ mod tests {
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
         assert!(runnable(pid, tid));
         assert!(!runnable(pid, u32::MAX));
+        // Field 39, the CPU: one of this machine's, and (pinned) the one.
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        let (_, cpu) = thread_now(pid, tid).unwrap();
+        assert!(cpu < 4096 && (cpus > 1 || cpu == 0), "{cpu}");
+        // SAFETY: sched_getcpu takes nothing.
+        let here = unsafe { libc::sched_getcpu() };
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: pins this test's thread to the CPU it is on.
+        unsafe {
+            libc::CPU_SET(here as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+        }
+        assert_eq!(thread_now(pid, tid).unwrap().1, here as usize);
     }
 }

@@ -243,6 +243,7 @@ impl<'a> Scheduler<'a> {
                 &tasks,
                 &spaces,
                 |task| classes.class_of_task(task),
+                |tid| classes.period_counts(tid),
             );
         }
     }

@@ -124,6 +124,16 @@ impl Counters {
         ratio(hits, hits + moves)
     }
 
+    /// Of the run time of memory-bound gangs' threads, the share in their
+    /// home domain. `None` without gang run time.
+    pub fn gang_home_share(&self) -> Option<f64> {
+        let home = self.get(intf::sky_stat_idx_SKY_STAT_GANG_HOME_NS);
+        ratio(
+            home,
+            home + self.get(intf::sky_stat_idx_SKY_STAT_GANG_AWAY_NS),
+        )
+    }
+
     pub fn mean_wait_us(&self) -> Option<f64> {
         ratio(
             self.get(intf::sky_stat_idx_SKY_STAT_WAIT_NS),
@@ -156,11 +166,13 @@ impl Counters {
         let (beside_compute, paired) = self.pm_shares();
         let _ = write!(
             s,
-            "last_cpu_share={} mean_wait_us={} pm_beside_compute_share={} pm_paired_share={}",
+            "last_cpu_share={} mean_wait_us={} pm_beside_compute_share={} pm_paired_share={} \
+             gang_home_share={}",
             pct(self.last_cpu_share()),
             num(self.mean_wait_us()),
             pct(beside_compute),
-            pct(paired)
+            pct(paired),
+            pct(self.gang_home_share())
         );
         for ((name, _), value) in STAT_INFO.iter().zip(self.0.iter()) {
             let _ = write!(s, " {name}={value}");
@@ -254,6 +266,20 @@ mod tests {
         assert!(c
             .line()
             .contains("pm_beside_compute_share=60.0% pm_paired_share=75.0%"));
+    }
+
+    #[test]
+    fn gang_home_share_counts_gang_run_time_at_home() {
+        use intf::*;
+        let r = row(&[
+            (sky_stat_idx_SKY_STAT_GANG_HOME_NS, 3),
+            (sky_stat_idx_SKY_STAT_GANG_AWAY_NS, 1),
+        ]);
+        let c = Counters::sum_rows([r.as_slice()].into_iter()).unwrap();
+        assert_eq!(c.gang_home_share(), Some(0.75));
+        assert!(c.line().contains(" gang_home_share=75.0% "), "{}", c.line());
+        let none = Counters::sum_rows([row(&[]).as_slice()].into_iter()).unwrap();
+        assert_eq!(none.gang_home_share(), None);
     }
 
     #[test]

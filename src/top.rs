@@ -2,9 +2,11 @@
 //! scheduler's stats socket (figures per period) and control socket
 //! (policy switching).
 
+use crate::gangs::GangsView;
 use crate::stats::Counters;
 use sky_control::Request;
 use sky_stats::Reader;
+use sky_tui::model::GangFigures;
 use sky_tui::{PeriodStats, SchedulerLink};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -47,12 +49,27 @@ impl SchedulerLink for Link {
         let moves = counters.get(crate::bpf::intf::sky_stat_idx_SKY_STAT_MOVES_IN_LLC)
             + counters.get(crate::bpf::intf::sky_stat_idx_SKY_STAT_MOVES_ACROSS_LLC);
         let (policy, generation) = sky_stats::policy_of(&sample);
+        let gangs = GangFigures {
+            home_share: counters.gang_home_share(),
+            domains: reader
+                .gangs()
+                .ok()
+                .and_then(|v| sky_stats::scx_stats::serde_json::from_value::<GangsView>(v).ok())
+                .map(|v| {
+                    v.domains
+                        .iter()
+                        .map(|d| (d.state.to_string(), d.gangs.len()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
         Ok(PeriodStats {
             policy: policy.to_string(),
             generation,
             last_cpu_share: counters.last_cpu_share(),
             mean_wait_us: counters.mean_wait_us(),
             moves,
+            gangs,
         })
     }
 

@@ -371,54 +371,113 @@ fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
 }
 
 /// Shared-cache gangs as the tracepoint observer sees them (tests/vm/
-/// gangs.sh on 2 sockets x 2 cores x 2 threads, two cache domains: two
-/// memory-bound gangs of 3 threads and 2 compute tasks, the compute tasks
-/// started first, every process restarted about every 2 s, 5 in a row):
-/// `all_share`, of the time two or more of a gang's threads ran, the share
-/// in which all ran in one domain (`all_share_min`: the worst gang), and
-/// `dirty_share`, the share of domain time a domain ran two gangs at once.
-/// Runs on 2026-11-22 (TCG, kernel 7.3.4), scx_sky with a class hint,
-/// five runs: all_share 0.999-1.000, all_share_min 0.998-1.000, dirty
-/// 0.001-0.005; EEVDF in the first run's boot: all_share 0.025, dirty
-/// 0.432. The bounds are the targets (>= 0.95, <= 0.05), which
-/// the worst run met with a margin of 0.048 and 0.045.
-const GANG_ALL_SHARE_MIN: f64 = 0.95;
-const GANG_DIRTY_MAX: f64 = 0.05;
+/// gangs.sh on 2 sockets x 2 cores x 2 threads, two cache domains of 4
+/// CPUs: memory-bound gangs of 3 threads and 2 compute tasks, the compute
+/// tasks started first, every process restarted about every 2 s, 5 in a
+/// row): `all_share`, of the time two or more of a gang's threads ran, the
+/// share in which all ran in one domain (`all_share_min`: the worst gang),
+/// and `dirty_share`, the share of domain time a domain ran two gangs at
+/// once. Runs on 2026-11-22 (TCG, kernel 7.3.4), scx_sky with a class
+/// hint, five runs each:
+/// - two gangs, each one process: all_share 0.999-1.000, all_share_min
+///   0.998-1.000, dirty 0.001-0.005 (EEVDF in the first run's boot: 0.025
+///   and 0.432). Bounds: the targets, >= 0.95 and <= 0.05;
+/// - two gangs, each two processes of a shared space (`scx_sky pvas run`):
+///   all_share 0.962-0.980, all_share_min 0.943-0.961, dirty 0.005-0.025.
+///   Every run met the 0.95 target, by 0.012 at worst: the bound is 0.92
+///   (0.90 for the worst gang) so TCG's noise does not fail CI;
+/// - four gangs of one process (more gangs than domains: both domains are
+///   Dirty in any placement): all_share 0.936-0.970, all_share_min
+///   0.873-0.951, the longest wait of a gang or compute thread 71-92 ms
+///   (scx_sky's bound of starve_ms + slice + tick, 59 ms, plus TCG's
+///   reschedule IPIs, up to 98 ms in the same traces). Bounds: 0.90, 0.80
+///   and 150 ms.
+///
+/// In every run BPF counted at most 3.6 % of the gangs' run time away
+/// from home (bound 10 %).
+const GANG_BOUNDS: [(&str, f64, f64, f64); 3] = [
+    ("process", 0.95, 0.95, 0.05),
+    ("space", 0.92, 0.90, 0.05),
+    ("four", 0.90, 0.80, 1.0),
+];
+const GANG_WAIT_BOUND_MS: f64 = 150.0;
 
-#[test]
-#[ignore = "boots a VM: run with cargo xtask test"]
-fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
-    let out = run_scenario_with("gangs", "5 2 'eevdf sky'", "2x2x2");
+/// Runs tests/vm/gangs.sh with `args`; checks the scx_sky run's observer
+/// line against the bounds of `form` and returns the output after the
+/// line that starts the scx_sky run.
+fn gang_scenario(args: &str, form: &str) -> String {
+    let out = run_scenario_with("gangs", args, "2x2x2");
     let c = checks(&out);
     assert_clean_exit(&c);
     assert!(!c.contains_key("trace_failed"), "an observer run failed");
     assert_eq!(check(&c, "state_after_sky"), "enabled");
-    let shares = report::lines_with(&out, "result observer=trace gangs ");
-    assert_eq!(shares.len(), 2, "a gangs line for eevdf and for sky");
-    for (sched, share) in ["eevdf", "sky"].iter().zip(&shares) {
-        eprintln!("{sched}: {share:?}");
-    }
-    let sky = &shares[1];
-    assert_eq!(stat(sky, "gangs"), 2.0, "both gangs ran together: {sky:?}");
-    assert!(stat(sky, "span_ms") >= 5000.0, "gangs ran 10 s: {sky:?}");
-    for key in ["all_share", "all_share_min"] {
-        assert!(stat(sky, key) >= GANG_ALL_SHARE_MIN, "{key}: {sky:?}");
-    }
-    assert!(stat(sky, "dirty_share") <= GANG_DIRTY_MAX, "{sky:?}");
-    // BPF placed the new gangs itself (provisional homes), made room by
-    // moving compute tasks, and counted their run time at home.
-    let totals = report::lines_with(&out, "stats total:");
-    assert_eq!(totals.len(), 1, "a stats total line for the scx_sky run");
-    let t = &totals[0];
+    assert_eq!(check(&c, "gangs_cli_exit"), "0", "scx_sky gangs failed");
+    let sky_part = out
+        .split_once("run scheduler=sky")
+        .expect("the scenario ran scx_sky")
+        .1
+        .to_string();
     assert!(
-        stat(t, "gang_provisional") >= 5.0,
-        "homes for new gangs: {t:?}"
+        sky_part.contains("gangs: domain 0 (4 CPUs)"),
+        "scx_sky gangs showed no domain"
     );
-    let home = stat(t, "gang_home_ns");
+    let line = report::one_line(&sky_part, "result observer=trace gangs ")
+        .expect("the observer's gangs line for scx_sky");
+    eprintln!("sky: {line:?}");
+    let (_, all_min, worst_min, dirty_max) = GANG_BOUNDS
+        .iter()
+        .find(|(f, ..)| *f == form)
+        .expect("bounds for the form");
+    assert!(stat(&line, "span_ms") >= 5000.0, "gangs ran 10 s: {line:?}");
+    assert!(stat(&line, "all_share") >= *all_min, "{form}: {line:?}");
     assert!(
-        home > 0.0 && stat(t, "gang_away_ns") <= home * 0.05,
+        stat(&line, "all_share_min") >= *worst_min,
+        "{form}: {line:?}"
+    );
+    assert!(stat(&line, "dirty_share") <= *dirty_max, "{form}: {line:?}");
+    // BPF counted the gangs' run time, nearly all of it at home.
+    let t = report::one_line(&sky_part, "stats total:").expect("a stats total line");
+    let home = stat(&t, "gang_home_ns");
+    assert!(
+        home > 0.0 && stat(&t, "gang_away_ns") <= home * 0.1,
         "{t:?}"
     );
+    sky_part
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
+    let sky = gang_scenario("5 2 'eevdf sky'", "process");
+    // BPF placed the new gangs itself (provisional homes, at the first
+    // placement of each new process).
+    let t = report::one_line(&sky, "stats total:").unwrap();
+    assert!(stat(&t, "gang_provisional") >= 5.0, "{t:?}");
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn gangs_keep_a_shared_spaces_member_processes_together() {
+    gang_scenario("5 2 sky space", "space");
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn with_more_gangs_than_domains_gangs_stay_whole_and_nothing_starves() {
+    let sky = gang_scenario("5 4 sky", "four");
+    let groups = report::lines_with(&sky, "result observer=trace group=");
+    for name in ["mb-a", "mb-b", "mb-c", "mb-d", "cpu-idiv"] {
+        let g = groups
+            .iter()
+            .find(|g| g.get("group").map(String::as_str) == Some(name))
+            .unwrap_or_else(|| panic!("the trace saw no wait of {name}: {groups:?}"));
+        let ms = stat(g, "max_wait_us") / 1000.0;
+        assert!(
+            ms <= GANG_WAIT_BOUND_MS,
+            "a {name} thread waited {ms} ms: {g:?}"
+        );
+        assert!(stat(g, "run_p10_ms") > 0.0, "{name} ran: {g:?}");
+    }
 }
 
 /// PMU plumbing with software clocks standing in for cycles and
@@ -466,6 +525,21 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
         totals[0]
     );
     assert_eq!(stat(&totals[0], "pmu_read_errors"), 0.0, "{:?}", totals[0]);
+    // The gang's counts reached the CPI test (one cache domain here: every
+    // sample is All share), which found no difference to call it
+    // memory-bound on.
+    let gang = out
+        .lines()
+        .find(|l| l.starts_with("gangs: gang "))
+        .expect("scx_sky gangs showed the gang");
+    assert!(gang.contains("not memory-bound (CPI test: "), "{gang}");
+    let samples: u32 = gang
+        .split("CPI test: ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(samples >= 5, "the gang's CPI was sampled: {gang}");
     // The recorded counts replay to the same class.
     assert_eq!(check(&c, "replay_exit"), "0", "the record did not replay");
     assert!(check(&c, "recorded_rows").parse::<u32>().unwrap_or(0) >= 20);

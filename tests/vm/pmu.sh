@@ -12,13 +12,20 @@
 # recorded (--record-counters) and replayed through the classifier, which
 # must class the compute task the same way from the record. Then scx_sky
 # with the default `--pmu auto` must say plainly that the VM has no PMU.
+# Meanwhile a 3-thread gang's counts feed the gangs' CPI test: `scx_sky
+# gangs --pid` shows its samples (software clocks give every task a CPI of
+# about 1, so it never finds the gang memory-bound).
 . ./lib.sh
 start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' \
 	--record-counters /tmp/counters.csv || exit 1
 sky-work pm-write --file /tmp/pm --size-mb 8 --seconds 3 >/dev/null &
 pm=$!
+ln -sf "$(command -v sky-work)" /tmp/mb-x
+/tmp/mb-x gang --threads 3 --mb 4 --seconds 4 >/dev/null &
+gang=$!
 sky-work compute --kind idiv --seconds 3 >/dev/null
-wait "$pm"
+scx_sky gangs --pid "$gang" | sed 's/^/gangs: /'
+wait "$pm" "$gang"
 rm -f /tmp/pm
 echo "check state_after_software=$(state)"
 stop_sky

@@ -8,6 +8,8 @@
 //! - [`rules`]: which tasks form a gang (command line and policy file).
 //! - [`cpi_test`]: is a gang memory-bound? The paper's test: do its CPI
 //!   samples under All share and under Partial share differ significantly.
+//! - [`detect`]: the test fed from the PMU: one CPI sample per gang per
+//!   period, filed by where its threads were.
 //! - [`planner`]: a home LLC domain per memory-bound gang, domains kept
 //!   Empty or Clean while that is possible, with hysteresis.
 //! - [`table`]: the running tasks grouped by the rules, with stable IDs.
@@ -16,6 +18,7 @@
 //! home domains the daemon hands to BPF.
 
 pub mod cpi_test;
+pub mod detect;
 pub mod planner;
 pub mod rules;
 pub mod table;

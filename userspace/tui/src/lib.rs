@@ -1,7 +1,8 @@
 //! `scx_sky top`: the machine's cache domains, cores and hardware threads
 //! with what runs on each, the busiest tasks (sortable), the running
 //! policy with its generation, and sparklines of the scheduler's last-CPU
-//! share, wait and moves; `p` switches to the next policy through the
+//! share, wait and moves, and each cache domain's gang state (empty,
+//! clean, dirty) with the gangs' share of run time at home; `p` switches to the next policy through the
 //! control socket. Figures about CPUs and tasks come from /proc, so they
 //! mean the same under any scheduler; the scheduler's own come through a
 //! [`SchedulerLink`] (its stats and control sockets, wired in scx_sky).
@@ -28,6 +29,7 @@ pub struct PeriodStats {
     pub mean_wait_us: Option<f64>,
     /// Tasks moved to another CPU.
     pub moves: u64,
+    pub gangs: model::GangFigures,
 }
 
 /// How the TUI reaches the running scheduler.
@@ -182,6 +184,7 @@ fn refresh(model: &mut Model, link: &mut dyn SchedulerLink, before: &mut Looks) 
     match link.period() {
         Ok(p) => {
             model.record(p.last_cpu_share, p.mean_wait_us, p.moves);
+            model.gangs = p.gangs;
             model.scheduler = Scheduler::Running {
                 policy: p.policy,
                 generation: p.generation,

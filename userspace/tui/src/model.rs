@@ -147,6 +147,17 @@ impl SortKey {
     }
 }
 
+/// Shared-cache gangs as the scheduler's last plan left them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GangFigures {
+    /// Of the gangs' run time this period, the share at home; None
+    /// without gang run time.
+    pub home_share: Option<f64>,
+    /// Per cache domain, by index: its state (`empty`, `clean`, `dirty`)
+    /// and the gangs homed there; empty when the scheduler did not say.
+    pub domains: Vec<(String, usize)>,
+}
+
 /// The running scheduler as its stats socket last described it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scheduler {
@@ -176,6 +187,7 @@ pub struct Model {
     /// Each thread's wait histogram at the last look, to take the period's
     /// growth from.
     pub wait_histograms: HashMap<u32, Vec<(usize, u64)>>,
+    pub gangs: GangFigures,
 }
 
 impl Model {
@@ -190,6 +202,7 @@ impl Model {
             moves_history: VecDeque::new(),
             status: String::new(),
             wait_histograms: HashMap::new(),
+            gangs: GangFigures::default(),
         }
     }
 

@@ -1,5 +1,5 @@
 use super::*;
-use model::{CpuView, SortKey, TaskRow, ThreadSample};
+use model::{CpuView, GangFigures, SortKey, TaskRow, ThreadSample};
 use sky_topology::{Cpu, LlcDomain, Topology};
 use sky_workloads::procstat::SchedStat;
 use std::collections::HashMap;
@@ -103,10 +103,24 @@ fn the_topology_groups_threads_by_core_and_domain() {
 
 #[test]
 fn an_80_by_24_screen_shows_policy_topology_tasks_and_history() {
-    let s = screen(&model(), 80, 24);
+    let mut m = model();
+    m.gangs = GangFigures {
+        home_share: Some(0.998),
+        domains: vec![("dirty".into(), 2), ("empty".into(), 0)],
+    };
+    let s = screen(&m, 80, 24);
     assert!(s.contains("policy sky1 (generation 7)"), "{s}");
     assert!(s.contains("last-CPU 97.3%"), "{s}");
-    assert!(s.contains("cache domain 1"), "{s}");
+    assert!(s.contains("gangs home 99.8%"), "{s}");
+    assert!(s.contains("cache domain 0 dirty, 2 gangs"), "{s}");
+    assert!(s.contains("cache domain 1 empty"), "{s}");
+    // Without gang figures the domains are just numbered.
+    let s = screen(&model(), 80, 24);
+    assert!(!s.contains("gangs home"), "{s}");
+    assert!(
+        s.contains("cache domain 1\n") || s.lines().any(|l| l.starts_with("cache domain 1 ")),
+        "{s}"
+    );
     assert!(s.contains("cpu1"), "{s}");
     assert!(s.contains("90% P pm-writer"), "{s}");
     // The class column: the PM writer's, and none known for the other.
@@ -263,6 +277,10 @@ fn a_snapshot_of_this_machine_shows_its_cpus_and_the_policy() {
         last_cpu_share: Some(0.5),
         mean_wait_us: None,
         moves: 4,
+        gangs: GangFigures {
+            home_share: Some(0.5),
+            domains: vec![("clean".into(), 1), ("empty".into(), 0)],
+        },
     };
     let mut link = Scripted(vec![Ok(stats.clone()), Ok(stats)], 0);
     // A thread busy through every look, so it is among the busiest both
@@ -285,7 +303,11 @@ fn a_snapshot_of_this_machine_shows_its_cpus_and_the_policy() {
     assert!(s.contains("C cpu"), "{s}");
     assert!(s.contains(" 112 "), "{s}");
     assert!(s.contains("% C "), "{s}");
-    assert!(s.contains("cache domain 0") && s.contains("cpu0"), "{s}");
+    assert!(
+        s.contains("cache domain 0 clean, 1 gang") && s.contains("cpu0"),
+        "{s}"
+    );
+    assert!(s.contains("gangs home 50.0%"), "{s}");
     assert_eq!(s.lines().count(), 24);
     let s = snapshot(&mut Scripted(vec![], 0), 80, 24).unwrap();
     assert!(s.contains("no scx_sky is running"), "{s}");

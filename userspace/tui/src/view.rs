@@ -1,6 +1,6 @@
 //! Drawing the model: a header with the policy, the topology on the left
 //! (cache domain -> core -> hardware thread, each with its load and the
-//! task that ran most), the task table on the right, sparklines of the
+//! task that ran most, and its gang state), the task table on the right, sparklines of the
 //! scheduler's last-CPU share, wait and moves, and a status line. Laid
 //! out for 80x24 and anything larger; smaller terminals get what fits.
 
@@ -57,7 +57,12 @@ fn header_text(model: &Model) -> Paragraph<'static> {
             Span::raw(why.clone()),
         ]),
     };
-    Paragraph::new(vec![line, Line::raw("")])
+    // Second line: the gangs' run time at home, when gangs ran.
+    let gangs = match (&model.scheduler, model.gangs.home_share) {
+        (Scheduler::Running { .. }, Some(h)) => format!("gangs home {}", pct(Some(h))),
+        _ => String::new(),
+    };
+    Paragraph::new(vec![line, Line::raw(gangs)])
 }
 
 /// `cpu3 ▇▇▇░ 71% sky-work`: one hardware thread.
@@ -100,8 +105,14 @@ fn class_short(class: &str) -> &str {
 fn topology(model: &Model) -> Paragraph<'static> {
     let mut lines = Vec::new();
     for (l, cores) in model.topo.llcs.iter().enumerate() {
+        let gangs = match model.gangs.domains.get(l) {
+            Some((state, 0)) => format!(" {state}"),
+            Some((state, 1)) => format!(" {state}, 1 gang"),
+            Some((state, n)) => format!(" {state}, {n} gangs"),
+            None => String::new(),
+        };
         lines.push(Line::styled(
-            format!("cache domain {l}"),
+            format!("cache domain {l}{gangs}"),
             Style::new().add_modifier(Modifier::BOLD),
         ));
         for (c, threads) in cores.iter().enumerate() {

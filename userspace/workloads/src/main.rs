@@ -78,6 +78,10 @@ enum Command {
         mb: usize,
         #[arg(long, default_value_t = 2.0)]
         seconds: f64,
+        /// Pin walker t to CPU LIST[t % len] (comma-separated), for
+        /// placements set by hand.
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        cpus: Vec<usize>,
     },
     /// Everything that makes scheduling hard at once (CPU hogs, more
     /// spinners pinned to one CPU than it can run, affinity, nice and
@@ -286,14 +290,19 @@ fn run(cli: Cli) -> Result<()> {
             threads,
             mb,
             seconds,
+            cpus,
         } => {
             // Started by `scx_sky pvas run`: a member of its space until it
             // exits, so the scheduler sees the space's processes as one gang.
             let member = std::env::var_os("SKY_PVAS_PATH")
                 .map(|_| sky_pvas::Space::attach_from_env())
                 .transpose()?;
-            let loads = threads::shared_walk(threads, mb, secs(seconds)?)?;
-            println!("result workload=gang threads={threads} mb={mb} loads={loads}");
+            let run = secs(seconds)?;
+            let loads = threads::shared_walk(threads, mb, run, &cpus)?;
+            println!(
+                "result workload=gang threads={threads} mb={mb} loads={loads} loads_per_s={:.0}",
+                loads as f64 / run.as_secs_f64()
+            );
             // The kernel lets the slot go with the process.
             std::mem::forget(member);
         }

@@ -66,7 +66,10 @@ pub fn burn(threads: usize, duration: Duration) -> Result<u64> {
 /// pace) for `run`. Returns the loads made. On real hardware its CPI
 /// depends on whether its threads share one LLC; under TCG only where it
 /// runs can be judged.
-pub fn shared_walk(threads: usize, mb: usize, run: Duration) -> Result<u64> {
+///
+/// `pins`: walker `t` runs only on CPU `pins[t % pins.len()]` (none if
+/// empty), for placements set by hand (seed 003's All / Partial share).
+pub fn shared_walk(threads: usize, mb: usize, run: Duration, pins: &[usize]) -> Result<u64> {
     if threads == 0 || threads > 1024 {
         bail!("--threads must be 1..=1024, got {threads}");
     }
@@ -90,8 +93,14 @@ pub fn shared_walk(threads: usize, mb: usize, run: Duration) -> Result<u64> {
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         let (chain, loads) = (chain.clone(), loads.clone());
+        let pin = (!pins.is_empty()).then(|| pins[t % pins.len()]);
         let handle = std::thread::Builder::new()
             .spawn(move || {
+                if let Some(cpu) = pin {
+                    if let Err(e) = crate::pin_current_thread(&[cpu]) {
+                        eprintln!("sky-work: walker {t} not pinned to CPU {cpu}: {e:#}");
+                    }
+                }
                 let mut at = (t * slots / threads) as u64;
                 let mut n = 0u64;
                 while Instant::now() < end {
