@@ -55,6 +55,13 @@ struct {
 	__type(value, struct sky_gang_home);
 } sky_gang_homes SEC(".maps");
 
+/*
+ * 1 if a task's class can be memory-bound (a hint says so of some tasks, or
+ * the PMU counts): only then is a new process's class looked up for a
+ * provisional home. Set by the daemon before load.
+ */
+const volatile u32 sky_gang_by_class;
+
 /* Gangs homed in each domain (see above); may dip below 0 between plans. */
 s32 sky_llc_gangs[SKY_MAX_LLCS];
 /* Homed threads waiting in each domain's queue for their home. */
@@ -131,7 +138,7 @@ static __always_inline u32 sky_gang_home_of(const struct task_struct *p, bool cl
 	h = bpf_map_lookup_elem(&sky_gang_homes, &key);
 	if (h)
 		llc = h->llc;
-	else if (claim && key < SKY_GANG_SHARED_BASE &&
+	else if (claim && sky_gang_by_class && key < SKY_GANG_SHARED_BASE &&
 		 sky_class_of(p) == SKY_CLASS_MEMORY_BOUND)
 		llc = sky_gang_claim(key);
 	else

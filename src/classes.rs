@@ -187,6 +187,12 @@ impl ClassFeed {
             || spaces.iter().any(|s| !s.pm_writers.is_empty())
     }
 
+    /// Can a task be classed memory-bound (a hint says so of some tasks,
+    /// or the PMU counts)? If not, no gang is memory-bound by class.
+    pub fn can_class_memory_bound(&self) -> bool {
+        self.pmu.is_some() || self.hints.gives(Class::MemoryBound)
+    }
+
     /// Do the hints need each task's cgroup?
     pub fn needs_cgroups(&self) -> bool {
         self.hints.by_cgroup()

@@ -218,10 +218,11 @@ impl GangFeed {
         !self.rules.is_empty() || !spaces.is_empty() || classes_possible
     }
 
-    /// Do space rules make gangs? Then the spaces are watched closely: a
-    /// member that joins is put in its gang at once, not a period later.
+    /// Are there spaces (their members are gangs), or space rules? Then
+    /// the spaces are watched closely: a member that joins is put in its
+    /// gang at once, not a period later.
     pub fn watches_spaces(&self) -> bool {
-        self.rules.by_space()
+        self.rules.by_space() || !self.spaces_seen.is_empty()
     }
 
     /// Has any space's membership changed since the last refresh?
@@ -269,13 +270,19 @@ impl GangFeed {
         let table = GangTable::build(tasks, &self.rules, &members, &mut self.ids);
         let by_tid: HashMap<u32, &LiveTask> = tasks.iter().map(|t| (t.tid, t)).collect();
         let class_of_tid = |tid: u32| by_tid.get(&tid).and_then(|t| class_of(t));
+        let flagged: std::collections::HashSet<&str> = spaces
+            .iter()
+            .filter(|s| s.memory_bound)
+            .map(|s| s.name.as_str())
+            .collect();
         self.sample_cpi(&table, &by_tid, &period_counts);
         let judged: BTreeMap<GangId, (bool, String)> = table
             .gangs
-            .values()
-            .map(|e| {
+            .iter()
+            .map(|(key, e)| {
                 let cpi = self.detector.verdict(e.id);
-                (e.id, memory_bound(e, &class_of_tid, cpi))
+                let space_says = matches!(key, GangKey::Space(s) if flagged.contains(s.as_str()));
+                (e.id, memory_bound(e, space_says, &class_of_tid, cpi))
             })
             .collect();
         self.demand.retain(|g, _| judged.contains_key(g));
@@ -541,16 +548,19 @@ fn describe(key: &GangKey) -> String {
     }
 }
 
-/// Is a gang memory-bound, and by what: its rule's hint, else the class of
-/// any of its threads (hints or the PMU), else the CPI test's verdict.
+/// Is a gang memory-bound, and by what: its rule's hint, else its shared
+/// space's flag (`space_says`: a member set it), else the class of any of
+/// its threads (hints or the PMU), else the CPI test's verdict.
 fn memory_bound(
     e: &GangEntry,
+    space_says: bool,
     class_of: &impl Fn(u32) -> Option<Class>,
     cpi: Option<&Verdict>,
 ) -> (bool, String) {
     match e.hint {
         Hint::MemoryBound => (true, "gang rule".into()),
         Hint::NotMemoryBound => (false, "gang rule".into()),
+        Hint::Auto if space_says => (true, "a member of its space says so".into()),
         Hint::Auto => match e
             .tids
             .iter()

@@ -67,11 +67,12 @@ pub fn run(cmd: PvasCommand) -> Result<()> {
                 );
                 for m in members {
                     println!(
-                        "  id {:>2} pid {:>7}{}{}",
+                        "  id {:>2} pid {:>7}{}{}{}",
                         m.id,
                         m.pid,
                         if m.alive { "" } else { " (dead)" },
-                        if m.pm_writer { " pm-writer" } else { "" }
+                        if m.pm_writer { " pm-writer" } else { "" },
+                        if m.memory_bound { " memory-bound" } else { "" }
                     );
                 }
             }

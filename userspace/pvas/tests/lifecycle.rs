@@ -94,11 +94,36 @@ fn hints_list_members_and_pm_writers() {
         [sender.child.id()],
         "only the queue sender writes PM"
     );
+    // A member says it is memory-bound: the space is, for the scheduler.
+    assert!(!ours.memory_bound);
+    me.set_memory_bound(true).unwrap();
+    let ours = || {
+        hints::read_all()
+            .into_iter()
+            .find(|h| h.name == name)
+            .expect("space not registered")
+    };
+    assert!(ours().memory_bound);
+    assert!(me.members().iter().any(|m| m.id == 2 && m.memory_bound));
+    me.set_memory_bound(false).unwrap();
+    assert!(!ours().memory_bound);
     let mut buf = [0u8; 64];
     for _ in 0..3 {
         q.dequeue(&mut buf).unwrap();
     }
     sender.finish();
+}
+
+/// Only a member may say it is memory-bound (of itself).
+#[test]
+fn a_handle_that_is_not_a_member_cannot_set_the_memory_bound_hint() {
+    let s = space("mbflag", 2, 2);
+    let opener = Space::open(&s.path).unwrap();
+    assert!(matches!(
+        opener.set_memory_bound(true),
+        Err(Error::Invalid(_))
+    ));
+    assert!(opener.members().iter().all(|m| !m.memory_bound));
 }
 
 /// A blocking call on a live peer that never acts returns TimedOut once

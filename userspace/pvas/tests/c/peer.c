@@ -74,6 +74,9 @@ static int fork_member(sky_pvas *space)
 		       sky_pvas_alive(space, sky_pvas_id(space)), sky_pvas_alive(space, 4));
 		return 1;
 	}
+	/* The scheduler hint: a member may set it, the flag is ours to clear. */
+	if (sky_pvas_set_memory_bound(space, 1) != 0 || sky_pvas_set_memory_bound(space, 0) != 0)
+		return fail("set_memory_bound");
 	printf("c fork ok\n");
 	return 0;
 }
