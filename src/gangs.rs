@@ -26,6 +26,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 const PERIOD: Duration = Duration::from_millis(100);
+/// Spaces are watched this long after the last one went (jobs that make
+/// a new space for each run).
+const SPACE_WATCH_LINGER: Duration = Duration::from_secs(10);
 /// A gang's demand is the most threads it had runnable in this many
 /// periods (1 s): a gang whose threads take turns sleeping keeps its size.
 const DEMAND_WINDOW: usize = 10;
@@ -156,6 +159,8 @@ pub struct GangFeed {
     warned_dangling: bool,
     /// Each space's member processes at the last refresh.
     spaces_seen: Vec<(String, Vec<u32>)>,
+    /// When a space was last there.
+    spaces_last_seen: Option<Instant>,
     view: GangsView,
 }
 
@@ -204,6 +209,7 @@ impl GangFeed {
             warned_full: false,
             warned_dangling: false,
             spaces_seen: Vec::new(),
+            spaces_last_seen: None,
             view: GangsView::default(),
         })
     }
@@ -218,11 +224,16 @@ impl GangFeed {
         !self.rules.is_empty() || !spaces.is_empty() || classes_possible
     }
 
-    /// Are there spaces (their members are gangs), or space rules? Then
-    /// the spaces are watched closely: a member that joins is put in its
-    /// gang at once, not a period later.
+    /// Are there spaces (their members are gangs), or were there in the
+    /// last SPACE_WATCH_LINGER, or space rules? Then the spaces are watched
+    /// closely: a member that joins is put in its gang at once, not a
+    /// period later (also when a job destroys its space and makes another).
     pub fn watches_spaces(&self) -> bool {
-        self.rules.by_space() || !self.spaces_seen.is_empty()
+        self.rules.by_space()
+            || !self.spaces_seen.is_empty()
+            || self
+                .spaces_last_seen
+                .is_some_and(|t| t.elapsed() < SPACE_WATCH_LINGER)
     }
 
     /// Has any space's membership changed since the last refresh?
@@ -267,6 +278,9 @@ impl GangFeed {
             }
         }
         self.spaces_seen = members_signature(spaces);
+        if !spaces.is_empty() {
+            self.spaces_last_seen = Some(Instant::now());
+        }
         let table = GangTable::build(tasks, &self.rules, &members, &mut self.ids);
         let by_tid: HashMap<u32, &LiveTask> = tasks.iter().map(|t| (t.tid, t)).collect();
         let class_of_tid = |tid: u32| by_tid.get(&tid).and_then(|t| class_of(t));

@@ -238,6 +238,14 @@ impl<'a> Scheduler<'a> {
                 .refresh(&maps.sky_pid_class, &maps.sky_pid_counts, &tasks, &spaces);
         }
         if gangs_due {
+            // Spaces read again after the listing: a process that has a
+            // space's name by now reserved its slot before its exec, so it
+            // is never seen as a gang of its own for a period.
+            let spaces = if gang_tasks {
+                sky_pvas::hints::read_all()
+            } else {
+                spaces
+            };
             let classes = &self.classes;
             self.gangs.refresh(
                 &maps.sky_gang_homes,

@@ -94,6 +94,15 @@ fn stat(stats: &Fields, key: &str) -> f64 {
     report::number(stats, key).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
+/// The tracepoint observer's waits of the tasks named `name`
+/// (`result observer=trace group=NAME ...`), among `groups`.
+fn trace_group<'a>(groups: &'a [Fields], name: &str) -> &'a Fields {
+    groups
+        .iter()
+        .find(|g| g.get("group").map(String::as_str) == Some(name))
+        .unwrap_or_else(|| panic!("the trace saw no wait of {name}: {groups:?}"))
+}
+
 /// Clean unload and a kernel log free of sched_ext errors.
 fn assert_clean_exit(c: &Fields) {
     assert!(
@@ -380,12 +389,16 @@ fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
 /// once. Runs on 2026-11-22 (TCG, kernel 7.3.4), scx_sky with a class
 /// hint, five runs each:
 /// - two gangs, each one process: all_share 0.999-1.000, all_share_min
-///   0.998-1.000, dirty 0.001-0.005 (EEVDF in the first run's boot: 0.025
-///   and 0.432). Bounds: the targets, >= 0.95 and <= 0.05;
-/// - two gangs, each two processes of a shared space (`scx_sky pvas run`):
-///   all_share 0.962-0.980, all_share_min 0.943-0.961, dirty 0.005-0.025.
-///   Every run met the 0.95 target, by 0.012 at worst: the bound is 0.92
-///   (0.90 for the worst gang) so TCG's noise does not fail CI;
+///   0.998-1.000, dirty 0.001-0.005 in five runs (EEVDF in the first run's
+///   boot: 0.025 and 0.432), and 0.985 / 0.971 / 0.012 in a sixth of the
+///   final build. Bounds: the targets, >= 0.95 and <= 0.05;
+/// - two gangs, each two processes of a shared space (`scx_sky pvas run`;
+///   its members are a gang by default), six runs of this build: all_share
+///   0.968-0.988, all_share_min 0.966-0.978, dirty 0.003-0.017, every run
+///   within the targets. (Before the daemon re-read the spaces
+///   after listing the tasks and kept watching them between a job's
+///   spaces, runs reached 0.938 and dirty 0.066.) Bounds: 0.93, 0.90 and
+///   0.05, below the worst run;
 /// - four gangs of one process (more gangs than domains: both domains are
 ///   Dirty in any placement): all_share 0.936-0.970, all_share_min
 ///   0.873-0.951, the longest wait of a gang or compute thread 71-92 ms
@@ -397,7 +410,7 @@ fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
 /// from home (bound 10 %).
 const GANG_BOUNDS: [(&str, f64, f64, f64); 3] = [
     ("process", 0.95, 0.95, 0.05),
-    ("space", 0.92, 0.90, 0.05),
+    ("space", 0.93, 0.90, 0.05),
     ("four", 0.90, 0.80, 1.0),
 ];
 const GANG_WAIT_BOUND_MS: f64 = 150.0;
@@ -467,10 +480,7 @@ fn with_more_gangs_than_domains_gangs_stay_whole_and_nothing_starves() {
     let sky = gang_scenario("5 4 sky", "four");
     let groups = report::lines_with(&sky, "result observer=trace ");
     for name in ["mb-a", "mb-b", "mb-c", "mb-d", "cpu-idiv"] {
-        let g = groups
-            .iter()
-            .find(|g| g.get("group").map(String::as_str) == Some(name))
-            .unwrap_or_else(|| panic!("the trace saw no wait of {name}: {groups:?}"));
+        let g = trace_group(&groups, name);
         let ms = stat(g, "max_wait_us") / 1000.0;
         assert!(
             ms <= GANG_WAIT_BOUND_MS,
@@ -703,10 +713,7 @@ fn hostile_load_with_hotplug_never_stalls() {
     );
     let groups = report::lines_with(&out, "result observer=trace ");
     for name in HOSTILE_GROUPS {
-        let g = groups
-            .iter()
-            .find(|g| g.get("group").map(String::as_str) == Some(name))
-            .unwrap_or_else(|| panic!("the trace saw no wait of {name}: {groups:?}"));
+        let g = trace_group(&groups, name);
         let clear_ms = stat(g, "max_clear_wait_us") / 1000.0;
         assert!(
             clear_ms <= HOSTILE_WAIT_BOUND_MS,
