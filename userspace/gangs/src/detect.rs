@@ -123,6 +123,7 @@ pub fn describe(v: &Verdict) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     fn t(cycles: u64, instructions: u64, domain: u32) -> ThreadPeriod {
         ThreadPeriod {
@@ -154,18 +155,10 @@ mod tests {
         );
     }
 
-    /// xorshift64 noise in [0, 1).
-    fn noise(state: &mut u64) -> f64 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        (*state >> 11) as f64 / (1u64 << 53) as f64
-    }
-
     /// A gang of three threads, `periods` periods, every third one spread
     /// over two domains; CPI from `cpi(share)` with 20 % noise.
     fn run(d: &mut Detector, gang: GangId, periods: usize, cpi: impl Fn(Share) -> f64) {
-        let mut state = 0x1234_5678_9abc_def1;
+        let mut rng = Rng::new(3);
         for p in 0..periods {
             let share = if p % 3 == 0 {
                 Share::Partial
@@ -174,7 +167,7 @@ mod tests {
             };
             let threads: Vec<ThreadPeriod> = (0..3)
                 .map(|i| {
-                    let c = cpi(share) * (0.9 + 0.2 * noise(&mut state));
+                    let c = cpi(share) * (0.9 + 0.2 * rng.uniform());
                     let instructions = 10_000_000;
                     let domain = if share == Share::Partial && i == 2 {
                         1

@@ -22,3 +22,6 @@ pub mod detect;
 pub mod planner;
 pub mod rules;
 pub mod table;
+
+#[cfg(test)]
+mod test_rng;

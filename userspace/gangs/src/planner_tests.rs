@@ -1,6 +1,7 @@
 //! Tests of the home-domain planner.
 
 use super::*;
+use crate::test_rng::Rng;
 
 const TICK: Duration = Duration::from_millis(100);
 const DWELL: Duration = Duration::from_secs(1);
@@ -77,26 +78,6 @@ fn threads_in(plan: &Plan, gangs: &[Gang], d: DomainId) -> u32 {
         .filter(|g| plan.homes.get(&g.id) == Some(&d))
         .map(|g| g.threads)
         .sum()
-}
-
-/// xorshift64: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            v.swap(i, self.below(i as u64 + 1) as usize);
-        }
-    }
 }
 
 fn check_reasons(plan: &Plan) {
@@ -196,7 +177,7 @@ fn empty_domains_are_best_fit() {
 
 #[test]
 fn random_small_mixes_reach_the_least_cost() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(1);
     for case in 0..300 {
         let n_dom = 1 + rng.below(3) as usize;
         let cpus: Vec<u32> = (0..n_dom).map(|_| 2 * (1 + rng.below(4) as u32)).collect();
@@ -372,7 +353,7 @@ fn hotplug_rehomes_only_gangs_of_vanished_domains() {
 fn churn_is_damped_and_settles_to_the_optimum() {
     let doms = [4, 4];
     let mut p = planner(&doms);
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(2);
     let mut live: Vec<Gang> = Vec::new();
     let mut next_id = 1u64;
     let mut now = Duration::ZERO;
