@@ -215,14 +215,13 @@ static __always_inline bool sky_gang_enqueue(struct task_struct *p, struct sky_t
 }
 
 /*
- * How long until a CPU of another domain than @cpu's may take @p from its
- * home's queue: gang_spill_ns after it was queued. 0 for a task not homed,
- * or homed in @cpu's domain.
+ * How long until a CPU of another domain than @cpu's may take @tctx's task
+ * from its home's queue (@home, from sky_gang_home_of()): gang_spill_ns
+ * after it was queued. 0 for a task not homed, or homed in @cpu's domain.
  */
-static __always_inline u64 sky_gang_spill_left(const struct task_struct *p,
-					       const struct sky_task *tctx, s32 cpu, u64 now)
+static __always_inline u64 sky_gang_spill_left(u32 home, const struct sky_task *tctx, s32 cpu,
+					       u64 now)
 {
-	u32 home = sky_gang_home_of(p, false);
 	u64 queued;
 
 	if (home == SKY_LLC_UNKNOWN || home == sky_llc_of(cpu))

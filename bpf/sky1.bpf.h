@@ -178,7 +178,7 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 	struct bpf_iter_scx_dsq it;
 	struct task_struct *p;
 	struct sky_task *tctx;
-	u32 n;
+	u32 n, home;
 
 	bpf_iter_scx_dsq_new(&it, dsq, 0);
 	bpf_for(n, 0, SKY_WALK_MAX) {
@@ -192,7 +192,8 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 		tctx = sky_task_of(p);
 		left = tctx ? sky_take_left(p, tctx, owner, now) : 0;
 		/* A gang's thread leaves its home's queue only after the spill wait. */
-		spill = tctx && owner < 0 ? sky_gang_spill_left(p, tctx, cpu, now) : 0;
+		home = owner < 0 ? sky_gang_home_of(p, false) : SKY_LLC_UNKNOWN;
+		spill = tctx ? sky_gang_spill_left(home, tctx, cpu, now) : 0;
 		if (spill > left)
 			left = spill;
 		if (left) {
@@ -201,7 +202,7 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 			continue;
 		}
 		if (scx_bpf_dsq_move(&it, p, SCX_DSQ_LOCAL, 0)) {
-			if (owner < 0 && sky_gang_home_of(p, false) != SKY_LLC_UNKNOWN)
+			if (home != SKY_LLC_UNKNOWN)
 				sky_stat_inc(SKY_STAT_GANG_SPILLS);
 			next = 0;
 			break;

@@ -76,15 +76,23 @@ fn monotonic_ns() -> u64 {
 fn thread_now(pid: u32, tid: u32) -> Option<(bool, usize)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
     // The name may hold spaces and parentheses: fields 3 on follow the
-    // last ')'; the CPU is field 39.
-    let mut rest = s[s.rfind(')')? + 1..].split_whitespace();
-    let running = rest.next()? == "R";
-    let cpu = rest.nth(35)?.parse().ok()?;
-    Some((running, cpu))
+    // last ')'.
+    let running = s[s.rfind(')')? + 1..].split_whitespace().next()? == "R";
+    Some((running, sky_tui::model::stat_processor(&s)?))
 }
 
-fn runnable(pid: u32, tid: u32) -> bool {
-    thread_now(pid, tid).is_some_and(|(r, _)| r)
+/// Each thread's [`thread_now`] for one refresh, read once however many
+/// uses (the CPI test's domains, the planner's demand) ask.
+#[derive(Default)]
+struct ThreadsNow(HashMap<u32, Option<(bool, usize)>>);
+
+impl ThreadsNow {
+    fn of(&mut self, task: &LiveTask) -> Option<(bool, usize)> {
+        *self
+            .0
+            .entry(task.tid)
+            .or_insert_with(|| thread_now(task.pid, task.tid))
+    }
 }
 
 /// One gang as the last refresh saw it, for `scx_sky gangs`.
@@ -289,7 +297,8 @@ impl GangFeed {
             .filter(|s| s.memory_bound)
             .map(|s| s.name.as_str())
             .collect();
-        self.sample_cpi(&table, &by_tid, &period_counts);
+        let mut threads_now = ThreadsNow::default();
+        self.sample_cpi(&table, &by_tid, &period_counts, &mut threads_now);
         let judged: BTreeMap<GangId, (bool, String)> = table
             .gangs
             .iter()
@@ -309,7 +318,12 @@ impl GangFeed {
                 let now_runnable = e
                     .tids
                     .iter()
-                    .filter(|tid| by_tid.get(tid).is_some_and(|t| runnable(t.pid, t.tid)))
+                    .filter(|tid| {
+                        by_tid
+                            .get(tid)
+                            .and_then(|t| threads_now.of(t))
+                            .is_some_and(|(running, _)| running)
+                    })
                     .count() as u32;
                 window.push_back(now_runnable);
                 if window.len() > DEMAND_WINDOW {
@@ -359,10 +373,12 @@ impl GangFeed {
         if let Some(bss) = bss {
             publish_counts(bss, &plan, &table, &in_bpf, self.planner.domains().len());
         }
+        let detector = &self.detector;
         self.view = view(
             &table,
             &gangs,
             &judged,
+            |g| detector.verdict(g).is_some(),
             &plan,
             self.planner.domains(),
             std::mem::take(&mut self.view.state_ms),
@@ -377,6 +393,7 @@ impl GangFeed {
         table: &GangTable,
         by_tid: &HashMap<u32, &LiveTask>,
         period_counts: &impl Fn(u32) -> Option<(u64, u64)>,
+        threads_now: &mut ThreadsNow,
     ) {
         for e in table.gangs.values() {
             if e.hint != Hint::Auto || e.tids.len() < 2 {
@@ -388,7 +405,8 @@ impl GangFeed {
                 .filter_map(|tid| {
                     let (cycles, instructions) = period_counts(*tid)?;
                     let task = by_tid.get(tid)?;
-                    let domain = thread_now(task.pid, *tid)
+                    let domain = threads_now
+                        .of(task)
                         .and_then(|(_, cpu)| self.llc_of_cpu.get(cpu).copied().flatten())
                         .map(DomainId);
                     Some(ThreadPeriod {
@@ -644,6 +662,7 @@ fn view(
     table: &GangTable,
     gangs: &[planner::Gang],
     judged: &BTreeMap<GangId, (bool, String)>,
+    cpi_sampled: impl Fn(GangId) -> bool,
     plan: &Plan,
     domains: &[Domain],
     mut state_ms: BTreeMap<String, u64>,
@@ -680,11 +699,10 @@ fn view(
             // A process of its own is shown when it matters: memory-bound,
             // or under the CPI test (most processes are neither).
             .filter(|(key, e)| {
-                let (mb, by) = &judged[&e.id];
                 !matches!(key, GangKey::Process(_))
-                    || *mb
+                    || judged[&e.id].0
                     || e.hint != Hint::Auto
-                    || by.starts_with("CPI test")
+                    || cpi_sampled(e.id)
             })
             .map(|(key, e)| GangView {
                 id: e.id.0,
@@ -740,8 +758,8 @@ mod tests {
         let pid = std::process::id();
         // SAFETY: gettid takes nothing and cannot fail.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-        assert!(runnable(pid, tid));
-        assert!(!runnable(pid, u32::MAX));
+        assert!(thread_now(pid, tid).is_some_and(|(running, _)| running));
+        assert_eq!(thread_now(pid, u32::MAX), None);
         // Field 39, the CPU: one of this machine's, and (pinned) the one.
         let cpus = std::thread::available_parallelism().unwrap().get();
         let (_, cpu) = thread_now(pid, tid).unwrap();
