@@ -8,6 +8,9 @@
 #   - the trixie-backports suite, pinned to priority 1, so that
 #     `cargo xtask kernel` can `apt-get download` a sched_ext kernel without
 #     anything else on the machine being upgraded from it
+#   - deb-src entries for the machine's own Debian suites, so that the VM's
+#     cache model (xtask/cachesim) can take QEMU's plugin API header from
+#     Debian's qemu source package (it is in no binary package)
 set -euo pipefail
 
 need_root() {
@@ -57,6 +60,23 @@ PIN
 	fi
 }
 
+# deb-src twins of the machine's own deb entries (its mirrors, its suites).
+add_source_entries() {
+	local list=/etc/apt/sources.list.d/scx-sky-deb-src.sources
+	[ -f "$list" ] && return
+	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+		sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources >"$list"
+	elif [ -f /etc/apt/sources.list ]; then
+		list=/etc/apt/sources.list.d/scx-sky-deb-src.list
+		[ -f "$list" ] && return
+		sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >"$list"
+	else
+		echo "setup.sh: no Debian entries in /etc/apt to add deb-src for" >&2
+		exit 1
+	fi
+	APT_UPDATED=""
+}
+
 APT_UPDATED=""
 apt_update_once() {
 	if [ -z "$APT_UPDATED" ]; then
@@ -78,6 +98,7 @@ missing_packages() {
 main() {
 	need_root
 	add_backports_suite
+	add_source_entries
 	local missing
 	missing=$(missing_packages)
 	if [ -n "$missing" ]; then
@@ -85,8 +106,10 @@ main() {
 		# shellcheck disable=SC2086
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t bookworm $missing
 	fi
-	# The kernel download needs the backports package lists.
-	if ! apt-cache policy 2>/dev/null | grep -q 'trixie-backports'; then
+	# The kernel download needs the backports package lists, the plugin
+	# header the source lists.
+	if ! apt-cache policy 2>/dev/null | grep -q 'trixie-backports' ||
+		! apt-cache showsrc qemu >/dev/null 2>&1; then
 		apt_update_once
 	fi
 	if ! command -v cargo >/dev/null; then

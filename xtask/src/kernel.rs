@@ -18,8 +18,9 @@ pub use crate::kversion::compare_versions;
 
 /// `apt-get download` into the cache. apt's sandbox user cannot write
 /// there (it is under root's home); downloading as root is what happens
-/// anyway, this only drops the warning saying so.
-pub const APT_DOWNLOAD: [&str; 3] = ["-o", "APT::Sandbox::User=root", "download"];
+/// anyway, this only drops the warning saying so. Quiet: apt's progress
+/// lines would print the mirror's address into logs.
+pub const APT_DOWNLOAD: [&str; 4] = ["-qq", "-o", "APT::Sandbox::User=root", "download"];
 
 /// Downloads `packages` (never installs them) into `dir` and returns the
 /// .deb files there, sorted.

@@ -4,6 +4,7 @@
 //! Also used by the VM integration tests in tests/.
 
 pub mod bench;
+pub mod cachesim;
 pub mod console;
 pub mod initramfs;
 pub mod kbuild;

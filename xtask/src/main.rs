@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 use xtask::bench::BenchArgs;
+use xtask::cachesim::{self, CacheModel};
 use xtask::kernel::{self, KernelChoice};
 use xtask::matrix::{self, Which};
 use xtask::paths::{run, workspace_root};
@@ -73,6 +74,18 @@ enum Cmd {
         /// /dev/pmem0, with ndctl and mkfs.ext4 (lib.sh pmem_dax_mount).
         #[arg(long, conflicts_with = "native")]
         pmem_mb: Option<u32>,
+        /// Simulate caches (the sky_cachesim QEMU plugin): a preset (sky1,
+        /// modern) or L1/L2/LLC, each SIZE:LINE:ASSOC or off, e.g.
+        /// 8K:16:1. Phases the guest marks (`sky-work cache-phase`) are
+        /// counted and printed when the VM stops.
+        #[arg(long, conflicts_with = "native")]
+        cache_model: Option<CacheModel>,
+        /// Guest time follows executed instructions, 2^SHIFT ns each
+        /// (qemu -icount), so the plugin's slowdown does not shrink the
+        /// work done per time slice.
+        #[arg(long, value_name = "SHIFT", conflicts_with = "native",
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: Option<u32>,
         /// Shell command to run in the guest instead of a scenario.
         #[arg(last = true)]
         command: Vec<String>,
@@ -162,8 +175,7 @@ impl VmArgs {
             memory_mb: self.memory_mb,
             timeout: Duration::from_secs(self.timeout),
             echo: true,
-            pmem_mb: None,
-            extra_binaries: Vec::new(),
+            ..VmConfig::default()
         }
     }
 }
@@ -208,6 +220,8 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             scenario,
             native,
             pmem_mb,
+            cache_model,
+            icount,
             command,
         } => {
             setup()?;
@@ -222,9 +236,15 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             } else {
                 let cfg = VmConfig {
                     pmem_mb,
+                    cache_model,
+                    icount_shift: icount,
                     ..vm.config()
                 };
-                exit_with(vm::run(&cfg, &cmd)?.status)
+                let out = vm::run(&cfg, &cmd)?;
+                if let Some(text) = &out.cache {
+                    println!("{}", cachesim::summary(&cachesim::parse(text)?));
+                }
+                exit_with(out.status)
             }
         }
         Cmd::Run { vm, args } => {
@@ -365,6 +385,8 @@ fn test() -> Result<()> {
         "--release",
         "--test",
         "vm",
+        "--test",
+        "eval",
         "--",
         "--ignored",
         "--test-threads=1",

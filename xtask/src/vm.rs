@@ -1,5 +1,6 @@
 //! Boots the test VM under qemu (TCG) and runs one command in it.
 
+use crate::cachesim::CacheModel;
 use crate::console::ConsoleFilter;
 use crate::initramfs::{self, Contents};
 use crate::kernel::{self, Kernel, KernelChoice};
@@ -90,6 +91,13 @@ pub struct VmConfig {
     pub pmem_mb: Option<u32>,
     /// More programs: (file on this machine, absolute path in the guest).
     pub extra_binaries: Vec<(PathBuf, PathBuf)>,
+    /// Simulate caches (the sky_cachesim plugin, cachesim.rs); its counts
+    /// come back in `VmOutcome::cache`.
+    pub cache_model: Option<CacheModel>,
+    /// `-icount shift=N`: guest time follows executed instructions (2^N ns
+    /// each) instead of the host's clock, so a slower (instrumented) guest
+    /// still sees the same work per time slice.
+    pub icount_shift: Option<u32>,
 }
 
 impl Default for VmConfig {
@@ -103,6 +111,8 @@ impl Default for VmConfig {
             echo: true,
             pmem_mb: None,
             extra_binaries: Vec::new(),
+            cache_model: None,
+            icount_shift: None,
         }
     }
 }
@@ -113,6 +123,8 @@ pub struct VmOutcome {
     pub status: i32,
     /// Everything the guest console printed.
     pub output: String,
+    /// What the cache model wrote (cachesim::parse reads it), if one ran.
+    pub cache: Option<String>,
 }
 
 const EXIT_MARKER: &str = "SKY-VM-EXIT=";
@@ -156,6 +168,10 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     }
     let dir = workspace_root().join("target/vm");
     std::fs::create_dir_all(&dir)?;
+    let plugin = match &cfg.cache_model {
+        Some(_) => Some(crate::cachesim::build_plugin()?),
+        None => None,
+    };
     // One initramfs per process: tests may build several in parallel.
     let initrd = dir.join(format!("initramfs-{}.cpio", std::process::id()));
     initramfs::build(
@@ -169,13 +185,28 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
         },
         &initrd,
     )?;
-    let result = boot(cfg, &kernel, &initrd, &dir);
+    let result = boot(cfg, &kernel, &initrd, &dir, plugin.as_deref());
     let _ = std::fs::remove_file(&initrd);
     result
 }
 
-fn boot(cfg: &VmConfig, kernel: &Kernel, initrd: &Path, dir: &Path) -> Result<VmOutcome> {
+fn boot(
+    cfg: &VmConfig,
+    kernel: &Kernel,
+    initrd: &Path,
+    dir: &Path,
+    plugin: Option<&Path>,
+) -> Result<VmOutcome> {
     let mut qemu = Command::new("qemu-system-x86_64");
+    let counts = dir.join(format!("cachesim-{}.txt", std::process::id()));
+    if let (Some(model), Some(plugin)) = (&cfg.cache_model, plugin) {
+        let _ = std::fs::remove_file(&counts);
+        qemu.arg("-plugin")
+            .arg(model.plugin_arg(plugin, cfg.topology, &counts));
+    }
+    if let Some(shift) = cfg.icount_shift {
+        qemu.args(["-icount", &format!("shift={shift}")]);
+    }
     let pmem_file = dir.join(format!("pmem-{}.img", std::process::id()));
     match cfg.pmem_mb {
         Some(mb) => {
@@ -198,8 +229,15 @@ fn boot(cfg: &VmConfig, kernel: &Kernel, initrd: &Path, dir: &Path) -> Result<Vm
             qemu.args(["-m", &cfg.memory_mb.to_string()]);
         }
     }
-    let result = run_qemu(cfg, kernel, initrd, qemu);
+    let mut result = run_qemu(cfg, kernel, initrd, qemu);
     let _ = std::fs::remove_file(&pmem_file);
+    if let (Ok(out), Some(_)) = (&mut result, plugin) {
+        out.cache = Some(
+            std::fs::read_to_string(&counts)
+                .with_context(|| format!("the cache model wrote no {}", counts.display()))?,
+        );
+        let _ = std::fs::remove_file(&counts);
+    }
     result
 }
 
@@ -283,7 +321,11 @@ fn run_qemu(
     }
     let qemu = child.wait()?;
     match status {
-        Some(status) => Ok(VmOutcome { status, output }),
+        Some(status) => Ok(VmOutcome {
+            status,
+            output,
+            cache: None,
+        }),
         None => bail!(
             "the VM stopped ({qemu}) before the command finished (kernel panic or qemu error); its last output:\n{}",
             tail(&output, 40)

@@ -7,6 +7,7 @@
 //! wait per cycle, migrations), so the result does not depend on the
 //! scheduler under test reporting honestly.
 
+use crate::cache_phase::{mark, Marker};
 use crate::procstat::{migrations_of_self, SchedStat, WaitWatch};
 use crate::{child, percentile};
 use anyhow::{bail, Context, Result};
@@ -22,6 +23,11 @@ pub struct CacheLoop {
     pub burst: Duration,
     pub sleep: Duration,
     pub duration: Duration,
+    /// Bytes between the words a pass updates: 64 touches each 64-byte
+    /// line once; 16 every line of SKY-1's 16-byte-line cache.
+    pub stride: usize,
+    /// Mark the run as one phase for the VM's cache model.
+    pub mark_phase: bool,
 }
 
 /// What all processes did, summed, plus the spread of per-cycle waits.
@@ -68,6 +74,12 @@ impl CacheLoop {
         if self.burst.is_zero() {
             bail!("--burst-us must be at least 1");
         }
+        if !self.stride.is_power_of_two() || self.stride > 4096 {
+            bail!(
+                "--stride must be a power of two up to 4096, got {}",
+                self.stride
+            );
+        }
         Ok(())
     }
 
@@ -78,6 +90,13 @@ impl CacheLoop {
         let children = (0..self.procs)
             .map(|_| child::spawn("cache-loop", |out| self.child(start, out)))
             .collect::<Result<Vec<_>>>()?;
+        if self.mark_phase {
+            // The phase is the time every process computes, no set-up.
+            std::thread::sleep(start.saturating_duration_since(Instant::now()));
+            mark(Marker::Begin);
+            std::thread::sleep((start + self.duration).saturating_duration_since(Instant::now()));
+            mark(Marker::End);
+        }
         let mut report = Report {
             procs: self.procs,
             ..Default::default()
@@ -107,7 +126,7 @@ impl CacheLoop {
         while Instant::now() < end {
             let burst_end = Instant::now() + self.burst;
             while Instant::now() < burst_end {
-                touch(&mut array, passes);
+                touch(&mut array, self.stride, passes);
                 passes += 1;
                 watch.tick()?;
             }
@@ -133,10 +152,10 @@ impl CacheLoop {
     }
 }
 
-/// One pass of real work over every cache line of the array.
-fn touch(array: &mut [u8], seed: u64) {
+/// One pass of real work over the array, one byte every `stride`.
+fn touch(array: &mut [u8], stride: usize, seed: u64) {
     let mut acc = seed as u8;
-    for chunk in array.chunks_mut(64) {
+    for chunk in array.chunks_mut(stride) {
         acc = acc.wrapping_mul(31).wrapping_add(chunk[0]);
         chunk[0] = acc;
     }
@@ -176,6 +195,8 @@ mod tests {
             burst: Duration::from_micros(200),
             sleep: Duration::from_micros(100),
             duration: Duration::from_millis(200),
+            stride: 16,
+            mark_phase: true,
         };
         let r = cfg.run().unwrap();
         assert_eq!(r.procs, 3);
@@ -193,8 +214,16 @@ mod tests {
             burst: Duration::from_micros(1),
             sleep: Duration::ZERO,
             duration: Duration::ZERO,
+            stride: 64,
+            mark_phase: false,
         };
         assert!(cfg.run().unwrap_err().to_string().contains("--procs"));
+        let odd = CacheLoop {
+            procs: 1,
+            stride: 24,
+            ..cfg
+        };
+        assert!(odd.run().unwrap_err().to_string().contains("--stride"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod bpf_cost;
 pub mod cache_loop;
+pub mod cache_phase;
 pub mod child;
 pub mod control;
 pub mod gang_share;

@@ -3,8 +3,8 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use sky_workloads::{
-    cache_loop::CacheLoop, hostile::Hostile, pingpong::PingPong, share, threads, trace_waits,
-    tracefs,
+    cache_loop::CacheLoop, cache_phase, hostile::Hostile, pingpong::PingPong, share, threads,
+    trace_waits, tracefs,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -39,6 +39,36 @@ enum Command {
         /// Run time, in seconds.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Bytes between the bytes a pass updates (a power of two).
+        #[arg(long, default_value_t = 64)]
+        stride: usize,
+        /// Mark the run as one phase for the VM's cache model.
+        #[arg(long)]
+        mark_phase: bool,
+    },
+    /// Marks a phase for the VM's cache model (the sky_cachesim plugin of
+    /// `cargo xtask vm --cache-model`); a no-op anywhere else.
+    CachePhase {
+        #[arg(value_enum)]
+        marker: cache_phase::Marker,
+    },
+    /// The cache model's known answer: one CPU reading an array every
+    /// STRIDE bytes, PASSES times, inside one marked phase.
+    CacheSweep {
+        /// Array size, in KiB.
+        #[arg(long)]
+        kb: usize,
+        /// Bytes between loads: a power of two from 8 to 4096.
+        #[arg(long, default_value_t = 64)]
+        stride: usize,
+        #[arg(long, default_value_t = 4)]
+        passes: u32,
+        /// The CPU it runs on.
+        #[arg(long, default_value_t = 0)]
+        cpu: usize,
+        /// The CPU of the warm-up pass [default: --cpu].
+        #[arg(long)]
+        warm_cpu: Option<usize>,
     },
     /// A wakeup storm: pairs of processes bouncing one byte over pipes;
     /// prints round trips and kernel-side migrations and timeslices.
@@ -265,6 +295,8 @@ fn run(cli: Cli) -> Result<()> {
             burst_us,
             sleep_us,
             seconds,
+            stride,
+            mark_phase,
         } => {
             let cfg = CacheLoop {
                 procs,
@@ -272,8 +304,27 @@ fn run(cli: Cli) -> Result<()> {
                 burst: Duration::from_micros(burst_us),
                 sleep: Duration::from_micros(sleep_us),
                 duration: secs(seconds)?,
+                stride,
+                mark_phase,
             };
             println!("{}", cfg.run()?.line());
+        }
+        Command::CachePhase { marker } => cache_phase::mark(marker),
+        Command::CacheSweep {
+            kb,
+            stride,
+            passes,
+            cpu,
+            warm_cpu,
+        } => {
+            let sweep = cache_phase::Sweep {
+                bytes: kb.saturating_mul(1024),
+                stride,
+                passes,
+                cpu,
+                warm_cpu,
+            };
+            println!("{}", sweep.run()?);
         }
         Command::Pingpong { pairs, seconds } => {
             let cfg = PingPong {

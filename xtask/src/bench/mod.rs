@@ -90,8 +90,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 .timeout
                 .map_or_else(|| plan.timeout(), Duration::from_secs),
             echo: true,
-            pmem_mb: None,
-            extra_binaries: Vec::new(),
+            ..VmConfig::default()
         };
         eprintln!(
             "xtask: bench on {topology}: {} runs of {} s in one boot",
