@@ -5,6 +5,7 @@
 #   - clang-19/llvm-19 from bookworm (scx_cargo needs clang >= 18 for BPF)
 #   - libelf/zlib/zstd headers for libbpf-sys, pkg-config
 #   - qemu-system-x86 and a static busybox for the VM test bed
+#   - DejaVu fonts for the evaluation's plots
 #   - the trixie-backports suite, pinned to priority 1, so that
 #     `cargo xtask kernel` can `apt-get download` a sched_ext kernel without
 #     anything else on the machine being upgraded from it
@@ -86,7 +87,7 @@ apt_update_once() {
 }
 
 PACKAGES=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
-	qemu-system-x86 busybox-static cpio xz-utils zstd)
+	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core)
 
 missing_packages() {
 	local p

@@ -1,6 +1,7 @@
 //! The evaluation's instruments, checked against answers known without
 //! them: the VM's cache model (the sky_cachesim QEMU plugin) on strided
-//! sweeps. Each boots a VM, so they are #[ignore]d in a plain `cargo
+//! sweeps, and the tracepoint observer against the kernel's own per-task
+//! counters. Each boots a VM, so they are #[ignore]d in a plain `cargo
 //! test`; `cargo xtask test` runs them.
 
 use std::time::Duration;
@@ -154,5 +155,89 @@ fn the_cache_model_gives_textbook_miss_rates_in_the_vm() {
     for ((e, sweep), phase) in SWEEPS.iter().zip(&sweeps).zip(&report.phases) {
         assert_eq!(phase.how, "marked", "phase {}", phase.number);
         judge(e, sweep, phase);
+    }
+}
+
+/// The observer's per-task counts (`result sched=S observer=trace task
+/// ...`) against the kernel's (`result sched=S kernel task ...`) for the
+/// same tasks, under EEVDF and scx_sky: switch-outs are `nr_switches`
+/// and migrations `se.nr_migrations`, exactly (the trace saw each task's
+/// whole life); switch-ins schedstat's timeslices within 1 %; run time
+/// within 6 % and 2 ms. (The kernel charges a task from the pick to the
+/// pick, the trace from switch to switch: under a sched_ext scheduler the
+/// BPF work in between, slow under TCG, lands on different sides. Six
+/// runs on 2026-11-23: EEVDF within 1.2 %, scx_sky up to 3.1 %.)
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn the_observer_agrees_with_the_kernels_counters() {
+    let cfg = VmConfig {
+        topology: "1x2x2".parse().unwrap(),
+        timeout: Duration::from_secs(420),
+        ..VmConfig::default()
+    };
+    let out = vm::run(&cfg, "sh ./observer.sh")
+        .unwrap_or_else(|e| panic!("the observer VM could not run: {e:#}"));
+    let tail = || vm::tail(&out.output, 60);
+    assert_eq!(out.status, 0, "{}", tail());
+    assert!(
+        !out.output.contains("check trace_failed"),
+        "the observer failed (lost events?):\n{}",
+        tail()
+    );
+    let results = report::lines_with(&out.output, "result ");
+    for sched in ["eevdf", "sky1"] {
+        let of = |kind: &str| -> Vec<&Fields> {
+            results
+                .iter()
+                .filter(|f| {
+                    f.get("sched").map(String::as_str) == Some(sched)
+                        && f.contains_key("pid")
+                        && f.contains_key(kind)
+                })
+                .collect()
+        };
+        let kernel = of("timeslices");
+        let traced = of("switch_ins");
+        assert_eq!(
+            kernel.len(),
+            6,
+            "{sched}: six tasks counted by the kernel\n{}",
+            tail()
+        );
+        for k in kernel {
+            let pid = &k["pid"];
+            let t = traced
+                .iter()
+                .find(|t| &t["pid"] == pid)
+                .unwrap_or_else(|| panic!("{sched}: the observer saw no task {pid}\n{}", tail()));
+            eprintln!("{sched} task {pid}: kernel {k:?}\n  observer {t:?}");
+            assert_eq!(
+                n(t, "switch_outs"),
+                n(k, "switches"),
+                "{sched} {pid}: switches"
+            );
+            // schedstat counts a run only if it saw the task queued first
+            // (sched_info_arrive needs last_queued): a forked child's
+            // first run, and a few others (1-2 in 750 here), are not.
+            let (ins, slices) = (n(t, "switch_ins"), n(k, "timeslices"));
+            assert!(
+                ins >= slices && ins <= slices + slices / 100 + 2,
+                "{sched} {pid}: {ins} switch-ins traced, {slices} timeslices counted"
+            );
+            assert_eq!(
+                n(t, "migrations"),
+                n(k, "migrations"),
+                "{sched} {pid}: migrations"
+            );
+            assert!(
+                n(k, "migrations") > 10,
+                "{sched} {pid}: the workload must migrate"
+            );
+            let (run_t, run_k) = (n(t, "run_us") as f64, n(k, "run_us") as f64);
+            assert!(
+                (run_t - run_k).abs() <= run_k * 0.06 + 2000.0,
+                "{sched} {pid}: run time {run_t} us traced, {run_k} us counted"
+            );
+        }
     }
 }

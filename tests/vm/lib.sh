@@ -54,7 +54,13 @@ export SCX_TIMEOUT_MS=${SCX_TIMEOUT_MS:-3000}
 # failure it shows the log, says how the start ended, and leaves sched_ext
 # disabled so another scheduler can be tried.
 start_sky() {
-	scx_sky "$@" >/tmp/sky.log 2>&1 &
+	start_sched scx_sky "$@"
+}
+
+# start_sched PROGRAM ARGS...: the same for any sched_ext scheduler (the
+# evaluation's anchors); stop_sky stops it.
+start_sched() {
+	"$@" >/tmp/sky.log 2>&1 &
 	SKY_PID=$!
 	tenths=0
 	while [ "$(state)" != enabled ]; do

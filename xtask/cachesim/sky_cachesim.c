@@ -16,12 +16,23 @@
  *   sweep=G+G+...      up to 8 more private caches per core, each seeing
  *                      the same accesses as L1 (same line size): a
  *                      cache-size sweep in one run
+ *   always=on          model every access from boot (default: only from a
+ *                      warm or begin marker to the end marker)
  *
  * Phase markers: `nopl 0x5CA1000K(%rax)` (bytes 0F 1F 80 and the
  * displacement), a no-op on any x86-64 CPU, spotted at translation. K=1
- * begins a phase (the counters restart; the caches stay warm), K=2 ends
- * it (its counts are written out), K=3 empties every cache. Phases are
- * numbered by the plugin in the order they begin.
+ * begins a phase (the counters restart), K=2 ends it (its counts are
+ * written out), K=3 empties every cache, K=4 starts modelling without
+ * counting (to warm the caches before a phase). Phases are numbered by
+ * the plugin in the order they begin.
+ *
+ * Between phases the memory callbacks return at once: modelling every
+ * access makes the guest ~25 times slower, which booting and loading BPF
+ * schedulers need not pay. (The callbacks stay registered: dropping them
+ * with qemu_plugin_reset re-translates all code, and QEMU 7.2 then calls
+ * freed callback lists, its bug #1381.) The caches see nothing while idle,
+ * so modelling resumes with them empty: a phase's first accesses are
+ * compulsory misses.
  *
  * The callbacks keep no locks: the VM runs TCG with thread=single (and
  * -icount implies it), so they never run concurrently.
@@ -42,7 +53,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define MARKER_LEN 7
 #define MARKER_MAGIC 0x5CA1u
-enum marker { MARK_BEGIN = 1, MARK_END = 2, MARK_FLUSH = 3 };
+enum marker { MARK_BEGIN = 1, MARK_END = 2, MARK_FLUSH = 3, MARK_WARM = 4 };
 
 /* x86-64 kernels live in the upper half of the canonical address space. */
 #define KERNEL_HALF 0xffff800000000000ull
@@ -56,6 +67,17 @@ static uint64_t unmapped;
 static uint64_t phase_seq;
 static bool in_phase;
 static FILE *out;
+/* Whether accesses are modelled now; always=on models them from boot. */
+static bool modelling, always;
+
+/* Turns the model on or off; from off, the caches start empty. */
+static void set_modelling(bool on)
+{
+	on |= always;
+	if (on && !modelling)
+		hierarchy_flush(&model);
+	modelling = on;
+}
 
 static uint32_t vcpu_slot(unsigned int vcpu_index)
 {
@@ -65,11 +87,14 @@ static uint32_t vcpu_slot(unsigned int vcpu_index)
 static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
 		   uint64_t vaddr, void *udata)
 {
-	struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+	struct qemu_plugin_hwaddr *hw;
 	uint32_t vcpu = vcpu_slot(vcpu_index);
 	int space = vaddr >= KERNEL_HALF ? SPACE_KERNEL : SPACE_USER;
 
 	(void)udata;
+	if (!modelling)
+		return;
+	hw = qemu_plugin_get_hwaddr(info, vaddr);
 	if (!hw || qemu_plugin_hwaddr_is_io(hw)) {
 		unmapped++;
 		return;
@@ -85,6 +110,8 @@ static void on_tb(unsigned int vcpu_index, void *udata)
 {
 	uintptr_t v = (uintptr_t)udata;
 
+	if (!modelling)
+		return;
 	insns[vcpu_slot(vcpu_index) * NR_SPACES + (v & 1)] += v >> 1;
 }
 
@@ -142,6 +169,7 @@ static void on_marker(unsigned int vcpu_index, void *udata)
 	case MARK_BEGIN:
 		if (in_phase)
 			write_phase("restarted");
+		set_modelling(true);
 		phase_seq++;
 		in_phase = true;
 		restart_counts();
@@ -155,9 +183,13 @@ static void on_marker(unsigned int vcpu_index, void *udata)
 		else
 			fprintf(out, "cachesim-stray-end vcpu=%u\n", vcpu_index);
 		in_phase = false;
+		set_modelling(false);
 		break;
 	case MARK_FLUSH:
 		hierarchy_flush(&model);
+		break;
+	case MARK_WARM:
+		set_modelling(true);
 		break;
 	}
 }
@@ -176,7 +208,7 @@ static unsigned int marker_kind(struct qemu_plugin_insn *insn)
 	if (disp >> 16 != MARKER_MAGIC)
 		return 0;
 	disp &= 0xffff;
-	return disp >= MARK_BEGIN && disp <= MARK_FLUSH ? disp : 0;
+	return disp >= MARK_BEGIN && disp <= MARK_WARM ? disp : 0;
 }
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -263,6 +295,12 @@ static int parse_args(int argc, char **argv, struct hierarchy_geom *g,
 				fprintf(stderr, "sky_cachesim: sweep: %s\n", err);
 				return -1;
 			}
+		} else if (len == 6 && !strncmp(argv[i], "always", 6)) {
+			if (!qemu_plugin_bool_parse("always", val, &always)) {
+				fprintf(stderr, "sky_cachesim: always=%s is not on or off\n",
+					val);
+				return -1;
+			}
 		} else if (len == 3 && !strncmp(argv[i], "out", 3)) {
 			*path = val;
 		} else if (len == 7 && !strncmp(argv[i], "threads", 7)) {
@@ -273,7 +311,7 @@ static int parse_args(int argc, char **argv, struct hierarchy_geom *g,
 				return -1;
 		} else {
 			fprintf(stderr,
-				"sky_cachesim: unknown argument \"%s\" (out, l1, l2, llc, threads, sockets, sweep)\n",
+				"sky_cachesim: unknown argument \"%s\" (out, l1, l2, llc, threads, sockets, sweep, always)\n",
 				argv[i]);
 			return -1;
 		}
@@ -327,6 +365,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id,
 	}
 	fputc('\n', out);
 	fflush(out);
+	modelling = always;
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
 	qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL);
 	return 0;

@@ -3,14 +3,17 @@
 //! topology, run a scenario as root and bring back its output and status.
 //! Also used by the VM integration tests in tests/.
 
+pub mod anchors;
 pub mod bench;
 pub mod cachesim;
 pub mod console;
+pub mod eval;
 pub mod initramfs;
 pub mod kbuild;
 pub mod kernel;
 pub mod kimage;
 pub mod kversion;
+pub mod markdown;
 pub mod matrix;
 pub mod modules;
 pub mod ndctl;

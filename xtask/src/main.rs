@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 use xtask::bench::BenchArgs;
 use xtask::cachesim::{self, CacheModel};
+use xtask::eval::EvalArgs;
 use xtask::kernel::{self, KernelChoice};
 use xtask::matrix::{self, Which};
 use xtask::paths::{run, workspace_root};
@@ -116,6 +117,11 @@ enum Cmd {
     /// storm, under EEVDF then each scx_sky variant, one VM boot per
     /// topology; prints a table per topology.
     Bench(BenchArgs),
+    /// The evaluation: scenarios from the papers under EEVDF, scx_bpfland,
+    /// scx_cosmos, scx_lavd and scx_sky's presets, one boot each, judged by
+    /// the tracepoint observer and the cache model; Markdown tables and
+    /// PNG plots (docs/evaluation.md).
+    Eval(EvalArgs),
 }
 
 #[derive(Args, Clone)]
@@ -282,6 +288,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             let bin = xtask::paths::release_bin("sky-pvas-bench")?;
             exit_with(Command::new(bin).arg(dir).status()?.code().unwrap_or(1))
         }
+        Cmd::Eval(args) => {
+            setup()?;
+            build()?;
+            xtask::eval::run(&args)
+        }
         Cmd::Bench(args) => {
             // Refuse bad options before the set-up and build.
             args.plan()?;
@@ -391,6 +402,26 @@ fn test() -> Result<()> {
         "--ignored",
         "--test-threads=1",
     ]))?;
+    // A short slice of the evaluation, strict: scx_sky's presets beside
+    // EEVDF on SKY-1's experiment with the cache model. The anchors take
+    // ~12 minutes to build on 2 cores, so CI leaves them out, saying so.
+    xtask::eval::run(&xtask::eval::EvalArgs {
+        scenario: vec![xtask::eval::scenario::Scenario::Sky1],
+        sched: vec![
+            xtask::eval::roster::Kind::Sky("sky1"),
+            xtask::eval::roster::Kind::Sky("vtime"),
+        ],
+        skip_anchors: Some(
+            "not in CI: building them takes ~12 minutes on 2 cores; `cargo xtask eval` builds them"
+                .into(),
+        ),
+        runs: Some(1),
+        seconds: Some(2),
+        out: Some(workspace_root().join("target/eval/ci")),
+        update_docs: false,
+        strict: true,
+        kernel_version: None,
+    })?;
     // The VM tests boot the newest kernel; the smoke on the oldest one with
     // sched_ext keeps scx_sky loading on every kernel in between.
     let cfg = VmConfig {

@@ -112,6 +112,8 @@ impl CacheLoop {
     }
 
     fn child(&self, start: Instant, out: OwnedFd) -> Result<()> {
+        // Named, so the tracepoint observer tells the workload apart.
+        crate::set_comm("cache-loop")?;
         let mut array = vec![0u8; self.array_bytes];
         std::thread::sleep(start.saturating_duration_since(Instant::now()));
         let end = start + self.duration;

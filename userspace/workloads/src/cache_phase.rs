@@ -20,6 +20,9 @@ pub enum Marker {
     End,
     /// Empty every simulated cache.
     Flush,
+    /// Start modelling without counting: the caches warm up for a phase
+    /// (between phases the plugin models nothing, and begins empty).
+    Warm,
 }
 
 /// Executes the marker. Outside the cache-model VM it does nothing.
@@ -44,6 +47,12 @@ pub fn mark(marker: Marker) {
             Marker::Flush => {
                 std::arch::asm!(
                     ".byte 0x0f, 0x1f, 0x80, 0x03, 0x00, 0xa1, 0x5c",
+                    options(nostack)
+                )
+            }
+            Marker::Warm => {
+                std::arch::asm!(
+                    ".byte 0x0f, 0x1f, 0x80, 0x04, 0x00, 0xa1, 0x5c",
                     options(nostack)
                 )
             }
@@ -88,6 +97,7 @@ impl Sweep {
     pub fn run(&self) -> Result<String> {
         self.validate()?;
         pin_current_thread(&[self.warm_cpu.unwrap_or(self.cpu)])?;
+        mark(Marker::Warm);
         // Every page is touched (and so mapped) before the phase begins.
         let array = vec![1u64; self.bytes / 8];
         let step = self.stride / 8;
@@ -132,6 +142,7 @@ mod tests {
 
     #[test]
     fn markers_are_no_ops_outside_the_model() {
+        mark(Marker::Warm);
         mark(Marker::Begin);
         mark(Marker::Flush);
         mark(Marker::End);

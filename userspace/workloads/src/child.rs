@@ -45,6 +45,20 @@ pub fn spawn(what: &str, work: impl FnOnce(OwnedFd) -> Result<()>) -> Result<Chi
 }
 
 impl Child {
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Reads the report up to its end (the child closed its end of the
+    /// pipe) without reaping the child, which may still be running.
+    pub fn read_report(&self) -> Result<String> {
+        let mut text = String::new();
+        File::from(self.report.try_clone()?)
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading the report of child {}", self.pid))?;
+        Ok(text)
+    }
+
     /// Reads the whole report, reaps the process, and fails unless it
     /// exited with status 0.
     pub fn finish(self, what: &str) -> Result<String> {

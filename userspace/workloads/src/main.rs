@@ -70,6 +70,18 @@ enum Command {
         #[arg(long)]
         warm_cpu: Option<usize>,
     },
+    /// The tracepoint observer's known answer: processes named obs-check
+    /// that burst, sleep, yield and hop CPUs, then block; prints each
+    /// one's kernel counters (/proc/PID/sched, schedstat) and `obs-check
+    /// ready`, and releases them once the --hold file exists.
+    ObserverCheck {
+        #[arg(long, default_value_t = 6)]
+        procs: usize,
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        #[arg(long)]
+        hold: std::path::PathBuf,
+    },
     /// A wakeup storm: pairs of processes bouncing one byte over pipes;
     /// prints round trips and kernel-side migrations and timeslices.
     Pingpong {
@@ -158,6 +170,10 @@ enum Command {
         /// not read yet (about 30 s of a busy CPU in 16 MiB).
         #[arg(long, default_value_t = 16)]
         buffer_mb: u64,
+        /// Also print each task of this group (repeatable): switch-ins and
+        /// -outs, migrations, run time, to hold against /proc/PID/sched.
+        #[arg(long, value_name = "GROUP")]
+        tasks: Vec<String>,
     },
     /// A persistent-memory writer (SMT pairing's stall-heavy kind): random
     /// 256 B writes into a shared file mapping, each flushed (clflush) and
@@ -310,6 +326,16 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", cfg.run()?.line());
         }
         Command::CachePhase { marker } => cache_phase::mark(marker),
+        Command::ObserverCheck {
+            procs,
+            seconds,
+            hold,
+        } => sky_workloads::observer_check::ObserverCheck {
+            procs,
+            duration: secs(seconds)?,
+            hold,
+        }
+        .run()?,
         Command::CacheSweep {
             kb,
             stride,
@@ -390,7 +416,11 @@ fn run(cli: Cli) -> Result<()> {
             cpu,
             seconds,
         } => println!("{}", share::run(&nices, cpu, secs(seconds)?)?.line()),
-        Command::TraceWaits { seconds, buffer_mb } => trace_waits(secs(seconds)?, buffer_mb)?,
+        Command::TraceWaits {
+            seconds,
+            buffer_mb,
+            tasks,
+        } => trace_waits(secs(seconds)?, buffer_mb, &tasks)?,
         Command::PmWrite {
             file,
             size_mb,
@@ -481,7 +511,7 @@ extern "C" fn stop_tracing(_: libc::c_int) {
     STOP_TRACING.store(true, Ordering::Relaxed);
 }
 
-fn trace_waits(limit: Duration, buffer_mb: u64) -> Result<()> {
+fn trace_waits(limit: Duration, buffer_mb: u64, task_groups: &[String]) -> Result<()> {
     if !(1..=1024).contains(&buffer_mb) {
         anyhow::bail!("--buffer-mb must be between 1 and 1024, got {buffer_mb}");
     }
@@ -498,6 +528,11 @@ fn trace_waits(limit: Duration, buffer_mb: u64) -> Result<()> {
     let book = tracer.finish()?;
     for line in book.lines() {
         println!("{line}");
+    }
+    for group in task_groups {
+        for line in book.placement.task_lines(group) {
+            println!("{line}");
+        }
     }
     for (pid, comm, ns) in book.open_waits().into_iter().take(5) {
         println!(

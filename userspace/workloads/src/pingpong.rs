@@ -133,11 +133,14 @@ impl PingPong {
         let (pong_r, pong_w) = child::pipe()?;
         // Each side closes its copies of the other side's ends, so that
         // when one side exits the other reads end-of-file, not a hang.
+        // Named, so the tracepoint observer tells them from other load.
         let echo = child::spawn("pingpong echo", |out| {
+            crate::set_comm("pingpong")?;
             close(&[&ping_w, &pong_r]);
             echo(ping_r.as_raw_fd(), pong_w.as_raw_fd(), out)
         })?;
         let driver = child::spawn("pingpong driver", |out| {
+            crate::set_comm("pingpong")?;
             close(&[&ping_r, &pong_w]);
             drive(
                 ping_w.as_raw_fd(),

@@ -49,7 +49,13 @@ pub fn burn(threads: usize, duration: Duration) -> Result<u64> {
         bail!("--threads must be 1..=4096, got {threads}");
     }
     let handles: Vec<_> = (0..threads)
-        .map(|_| std::thread::spawn(move || spin_for(duration)))
+        .map(|_| {
+            std::thread::spawn(move || {
+                // Named for the tracepoint observer; a name is no reason to fail.
+                let _ = crate::set_comm("burn");
+                spin_for(duration)
+            })
+        })
         .collect();
     let mut total = 0;
     for h in handles {

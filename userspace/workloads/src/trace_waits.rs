@@ -7,6 +7,7 @@
 //! of every task, including one that never ends (reported as open).
 
 use crate::gang_share::GangShare;
+use crate::placement::Placement;
 use crate::smt_share::SmtShare;
 use anyhow::{bail, Result};
 use std::collections::{HashMap, HashSet};
@@ -28,6 +29,15 @@ pub enum Event<'a> {
         ts_ns: u64,
         pid: u32,
         comm: &'a str,
+    },
+    /// `sched_migrate_task`: the kernel moved a task's CPU (possibly to
+    /// the same one).
+    Migrate {
+        ts_ns: u64,
+        pid: u32,
+        comm: &'a str,
+        orig_cpu: u32,
+        dest_cpu: u32,
     },
     /// A timer interrupt (x86 `local_timer_entry`): a busy CPU has one
     /// every tick, so their absence on every CPU means the machine stood
@@ -75,8 +85,9 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
     if let Some(rest) = line.split_once(" [LOST ").map(|(_, r)| r) {
         return Some(Event::Lost(rest.split_whitespace().next()?.parse().ok()?));
     }
-    const NAMES: [(&str, &str); 8] = [
+    const NAMES: [(&str, &str); 9] = [
         (": task_rename: ", "task_rename"),
+        (": sched_migrate_task: ", "sched_migrate_task"),
         (": sched_switch: ", "sched_switch"),
         (": sched_wakeup_new: ", "sched_wakeup_new"),
         (": sched_wakeup: ", "sched_wakeup"),
@@ -119,6 +130,15 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
         return Some(Event::Marker {
             ts_ns,
             text: fields.trim(),
+        });
+    }
+    if event == "sched_migrate_task" {
+        return Some(Event::Migrate {
+            ts_ns,
+            pid: field(fields, " pid=")?.parse().ok()?,
+            comm: between(fields, "comm=", " pid=")?,
+            orig_cpu: field(fields, "orig_cpu=")?.parse().ok()?,
+            dest_cpu: field(fields, "dest_cpu=")?.parse().ok()?,
         });
     }
     if event == "sched_switch" {
@@ -235,9 +255,9 @@ const GAP_NS: u64 = 5_000_000;
 /// counted apart: their class, not the scheduler under test, ran them.
 #[derive(Debug, Default)]
 pub struct WaitBook {
-    /// pid -> when it became runnable, its name, and whether the wait is
-    /// certain (see `cpus_expected`).
-    runnable_since: HashMap<u32, (u64, String, bool)>,
+    /// pid -> when it became runnable, its name, whether the wait is
+    /// certain (see `cpus_expected`) and whether a wakeup began it.
+    runnable_since: HashMap<u32, (u64, String, bool, bool)>,
     /// CPUs online when tracing began. Until each has switched once, a
     /// wakeup of a task never seen switching may be of one already
     /// running there (it started before the trace): such a wait, if it
@@ -271,6 +291,8 @@ pub struct WaitBook {
     pub smt: SmtShare,
     /// Whether gangs ran in one cache domain (empty without domains).
     pub gangs: GangShare,
+    /// Where tasks ran: last-CPU share, migrations, wake-up latency.
+    pub placement: Placement,
     pub rt_waits: u64,
     pub lost_events: u64,
     pub events: u64,
@@ -291,6 +313,7 @@ impl WaitBook {
         let ts = match event {
             Event::Switch { ts_ns, .. }
             | Event::Wakeup { ts_ns, .. }
+            | Event::Migrate { ts_ns, .. }
             | Event::Tick { ts_ns }
             | Event::ReschedSent { ts_ns, .. }
             | Event::ReschedTaken { ts_ns, .. }
@@ -335,9 +358,16 @@ impl WaitBook {
                         self.seen.contains(&pid) || self.cpus_switched.len() >= self.cpus_expected;
                     self.runnable_since
                         .entry(pid)
-                        .or_insert_with(|| (ts_ns, comm.to_string(), certain));
+                        .or_insert_with(|| (ts_ns, comm.to_string(), certain, true));
                 }
             }
+            Event::Migrate {
+                pid,
+                comm,
+                orig_cpu,
+                dest_cpu,
+                ..
+            } => self.placement.migrated(pid, comm, orig_cpu, dest_cpu),
             Event::Switch {
                 ts_ns,
                 cpu,
@@ -361,17 +391,23 @@ impl WaitBook {
                 }
                 if prev_runnable && prev_pid != 0 {
                     self.runnable_since
-                        .insert(prev_pid, (ts_ns, prev_comm.to_string(), true));
+                        .insert(prev_pid, (ts_ns, prev_comm.to_string(), true, false));
                 }
+                self.placement.switched_out(ts_ns, prev_pid, prev_comm);
+                self.placement.switched_in(ts_ns, cpu, next_pid, next_comm);
                 if next_pid != 0 {
                     self.running.insert(next_pid, (cpu, ts_ns));
                 }
                 self.smt.switched(cpu, next_pid, next_comm);
                 self.gangs.switched(cpu, next_pid, next_comm);
-                if let Some((since, _, _)) = self.runnable_since.remove(&next_pid) {
+                if let Some((since, _, _, woken)) = self.runnable_since.remove(&next_pid) {
                     if next_prio < 100 {
                         self.rt_waits += 1;
                     } else {
+                        if woken {
+                            self.placement
+                                .woke_and_waited(next_comm, ts_ns.saturating_sub(since));
+                        }
                         self.file(Wait {
                             pid: next_pid,
                             comm: next_comm.to_string(),
@@ -417,8 +453,8 @@ impl WaitBook {
         let mut open: Vec<_> = self
             .runnable_since
             .iter()
-            .filter(|(_, (_, _, certain))| *certain)
-            .map(|(&pid, (since, comm, _))| {
+            .filter(|(_, (_, _, certain, _))| *certain)
+            .map(|(&pid, (since, comm, _, _))| {
                 (pid, comm.as_str(), self.last_ts_ns.saturating_sub(*since))
             })
             .collect();
@@ -481,6 +517,7 @@ impl WaitBook {
         let clear = self.groups.values().map(|g| g.max_clear_us).max();
         let open = self.open_waits();
         let open_max = open.first().map(|o| o.2 / 1000).unwrap_or(0);
+        out.extend(self.placement.lines());
         out.extend(self.smt.line());
         out.extend(self.gangs.line());
         out.push(format!(

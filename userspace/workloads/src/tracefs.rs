@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-const EVENTS: [&str; 3] = [
+const EVENTS: [&str; 4] = [
     "sched/sched_switch",
     "sched/sched_wakeup",
     "sched/sched_wakeup_new",
+    "sched/sched_migrate_task",
 ];
 /// Traced where the kernel has them: timer interrupts (x86) for machine
 /// gaps, reschedule IPIs sent (6.3+) and taken (x86) for their latency.

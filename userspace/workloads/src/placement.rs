@@ -1,0 +1,195 @@
+//! Where tasks ran, from the scheduler tracepoints, for any scheduler:
+//! per group of tasks the switch-ins, the share of them on the CPU the
+//! task ran on last (SKY-1's figure), migrations (`sched_migrate_task`
+//! between two CPUs: what the kernel counts in `se.nr_migrations`), and
+//! the wake-up latency (waits that began with a wakeup, not a
+//! preemption). Per task the same counts, which the evaluation holds
+//! against the kernel's own (`/proc/<pid>/sched`, `schedstat`).
+
+use crate::trace_waits::group_of;
+use std::collections::HashMap;
+
+/// One task's counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskPlacement {
+    pub comm: String,
+    pub switch_ins: u64,
+    pub switch_outs: u64,
+    /// Switch-ins on the CPU of the task's previous switch-in.
+    pub same_cpu_ins: u64,
+    pub migrations: u64,
+    pub run_ns: u64,
+    last_cpu: Option<u32>,
+    running_since: Option<u64>,
+}
+
+/// A group's counts (tasks grouped by name, as `group_of`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupPlacement {
+    pub switch_ins: u64,
+    /// Switch-ins that had a previous one to compare with.
+    pub repeat_ins: u64,
+    pub same_cpu_ins: u64,
+    pub migrations: u64,
+    /// Waits from a wakeup to the switch-in, µs.
+    pub wake_waits_us: Vec<u64>,
+}
+
+impl GroupPlacement {
+    /// The share of switch-ins on the task's last CPU.
+    pub fn last_cpu_share(&self) -> Option<f64> {
+        (self.repeat_ins > 0).then(|| self.same_cpu_ins as f64 / self.repeat_ins as f64)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    pub tasks: HashMap<u32, TaskPlacement>,
+    pub groups: HashMap<String, GroupPlacement>,
+}
+
+impl Placement {
+    fn group(&mut self, comm: &str) -> &mut GroupPlacement {
+        self.groups.entry(group_of(comm).to_string()).or_default()
+    }
+
+    pub fn switched_in(&mut self, ts_ns: u64, cpu: u32, pid: u32, comm: &str) {
+        if pid == 0 {
+            return;
+        }
+        let t = self.tasks.entry(pid).or_default();
+        t.comm = comm.to_string();
+        t.switch_ins += 1;
+        t.running_since = Some(ts_ns);
+        let previous = t.last_cpu.replace(cpu);
+        let same = previous == Some(cpu);
+        t.same_cpu_ins += u64::from(same);
+        let g = self.group(comm);
+        g.switch_ins += 1;
+        if previous.is_some() {
+            g.repeat_ins += 1;
+            g.same_cpu_ins += u64::from(same);
+        }
+    }
+
+    pub fn switched_out(&mut self, ts_ns: u64, pid: u32, comm: &str) {
+        if pid == 0 {
+            return;
+        }
+        let t = self.tasks.entry(pid).or_default();
+        if t.comm.is_empty() {
+            t.comm = comm.to_string();
+        }
+        t.switch_outs += 1;
+        if let Some(since) = t.running_since.take() {
+            t.run_ns += ts_ns.saturating_sub(since);
+        }
+    }
+
+    /// `sched_migrate_task`: fires on every set_task_cpu(), which counts a
+    /// migration only between two different CPUs.
+    pub fn migrated(&mut self, pid: u32, comm: &str, orig_cpu: u32, dest_cpu: u32) {
+        if orig_cpu == dest_cpu || pid == 0 {
+            return;
+        }
+        let t = self.tasks.entry(pid).or_default();
+        if t.comm.is_empty() {
+            t.comm = comm.to_string();
+        }
+        t.migrations += 1;
+        self.group(comm).migrations += 1;
+    }
+
+    pub fn woke_and_waited(&mut self, comm: &str, wait_ns: u64) {
+        self.group(comm).wake_waits_us.push(wait_ns / 1000);
+    }
+
+    /// One line per group that ran, most switch-ins first.
+    pub fn lines(&self) -> Vec<String> {
+        let mut groups: Vec<_> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.switch_ins > 0)
+            .collect();
+        groups.sort_by(|a, b| b.1.switch_ins.cmp(&a.1.switch_ins).then(a.0.cmp(b.0)));
+        groups
+            .into_iter()
+            .map(|(name, g)| {
+                let mut wakes = g.wake_waits_us.clone();
+                format!(
+                    "result observer=trace placement group={name} switch_ins={} \
+                     last_cpu_share={} migrations={} wakes={} wake_p50_us={} wake_p99_us={} \
+                     wake_max_us={}",
+                    g.switch_ins,
+                    g.last_cpu_share().map_or("-".into(), |s| format!("{s:.4}")),
+                    g.migrations,
+                    wakes.len(),
+                    crate::percentile(&mut wakes, 50.0),
+                    crate::percentile(&mut wakes, 99.0),
+                    wakes.iter().max().copied().unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
+    /// One line per task of `group`, for holding against /proc.
+    pub fn task_lines(&self, group: &str) -> Vec<String> {
+        let mut pids: Vec<_> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| group_of(&t.comm) == group)
+            .collect();
+        pids.sort_by_key(|(pid, _)| **pid);
+        pids.into_iter()
+            .map(|(pid, t)| {
+                format!(
+                    "result observer=trace task pid={pid} comm={} switch_ins={} switch_outs={} \
+                     migrations={} run_us={}",
+                    t.comm.replace(' ', "_"),
+                    t.switch_ins,
+                    t.switch_outs,
+                    t.migrations,
+                    t.run_ns / 1000
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn switch_ins_on_the_last_cpu_and_migrations_are_counted() {
+        let mut p = Placement::default();
+        p.switched_in(0, 1, 10, "loop-a");
+        p.switched_out(100, 10, "loop-a");
+        p.switched_in(200, 1, 10, "loop-a");
+        p.switched_out(300, 10, "loop-a");
+        p.migrated(10, "loop-a", 1, 1);
+        p.migrated(10, "loop-a", 1, 2);
+        p.switched_in(400, 2, 10, "loop-a");
+        p.switched_in(400, 3, 11, "loop-b");
+        p.switched_in(500, 0, 0, "swapper/0");
+        p.woke_and_waited("loop-a", 7_000);
+        let g = &p.groups["loop-a"];
+        assert_eq!((g.switch_ins, g.repeat_ins, g.same_cpu_ins), (3, 2, 1));
+        assert_eq!(g.last_cpu_share(), Some(0.5));
+        assert_eq!(g.migrations, 1, "set_task_cpu to the same CPU is none");
+        let t = &p.tasks[&10];
+        assert_eq!((t.switch_ins, t.switch_outs, t.run_ns), (3, 2, 200));
+        assert_eq!(p.groups["loop-b"].last_cpu_share(), None);
+        assert!(!p.tasks.contains_key(&0));
+        let lines = p.lines();
+        assert!(lines[0].contains("group=loop-a switch_ins=3 last_cpu_share=0.5000 migrations=1 wakes=1 wake_p50_us=7 "), "{lines:?}");
+        assert!(lines[1].contains("last_cpu_share=- "), "{lines:?}");
+        let tasks = p.task_lines("loop-a");
+        assert_eq!(tasks.len(), 1);
+        assert!(
+            tasks[0]
+                .ends_with("pid=10 comm=loop-a switch_ins=3 switch_outs=2 migrations=1 run_us=0"),
+            "{tasks:?}"
+        );
+    }
+}
