@@ -9,6 +9,7 @@
 #                    scheduler's command line (word-split)
 #   EVAL_RUNS        runs per scheduler
 #   EVAL_SECONDS     seconds per run
+#   EVAL_ARG         the scenario's parameter (gangs: how many)
 #   $1               the scenario: workload function wl_<scenario> below
 #
 # Prints `eval-run sched=I run=R` before each run, its result lines as
@@ -54,6 +55,67 @@ wl_overhead() {
 	wait "$storm"
 }
 
+# Tasks named for the class hints and the observers (links to sky-work:
+# a process is named at exec).
+mkdir -p /tmp/eval-bin
+for name in pm-writer cpu-idiv mb-a mb-b mb-c mb-d; do
+	ln -sf "$(command -v sky-work)" "/tmp/eval-bin/$name"
+done
+
+# start NAME ARGS...: a named task in the background, its output kept.
+start() {
+	started=$((started + 1))
+	name=$1
+	shift
+	"/tmp/eval-bin/$name" "$@" >"/tmp/eval-out.$started" 2>&1 &
+	pids="$pids $!"
+}
+started=0
+
+# Seed 000: two PM writers and two integer-division tasks on 2 cores x 2
+# threads, started PM, PM, compute, compute (a placement that ignores the
+# classes puts the two writers on one core).
+wl_smt() {
+	pids=
+	rm -f /tmp/eval-out.*
+	for k in 1 2; do
+		start pm-writer pm-write --file "/tmp/eval-pm-$k" --size-mb 64 --seconds "$secs"
+		sleep 0.1
+	done
+	for k in 1 2; do
+		start cpu-idiv compute --kind idiv --seconds "$secs"
+		sleep 0.1
+	done
+	# shellcheck disable=SC2086
+	wait $pids
+	cat /tmp/eval-out.*
+}
+
+# Seed 003: EVAL_ARG memory-bound gangs of 3 threads walking a shared 3 MiB
+# buffer each (one fits a socket's 4 MiB LLC, two do not) and 2 compute
+# tasks started first. The cache-model phase leaves out start-up (buffer
+# set-up) and the end.
+wl_gangs() {
+	pids=
+	rm -f /tmp/eval-out.*
+	for k in 1 2; do
+		start cpu-idiv compute --kind idiv --seconds "$secs"
+	done
+	sleep 0.2
+	for g in a b c d; do
+		[ "$(printf '%s' "$pids" | wc -w)" -ge "$((EVAL_ARG + 2))" ] && break
+		start "mb-$g" gang --threads 3 --mb 3 --seconds "$secs"
+		sleep 0.1
+	done
+	sleep 0.5
+	sky-work cache-phase begin
+	sleep "$((secs - 1))"
+	sky-work cache-phase end
+	# shellcheck disable=SC2086
+	wait $pids
+	cat /tmp/eval-out.*
+}
+
 if ! type "wl_$scenario" >/dev/null 2>&1; then
 	echo "eval.sh: no scenario $scenario"
 	exit 2
@@ -76,9 +138,13 @@ while [ "$i" -lt "${EVAL_SCHEDS:-1}" ]; do
 	fi
 	before=$(dmesg_errors | wc -l)
 	if [ "$cmd" != eevdf ]; then
-		# The command line is word-split into its arguments on purpose.
+		# The command line is word-split into its arguments on purpose,
+		# without globbing (class rules hold `*`).
+		set -f
 		# shellcheck disable=SC2086
-		if ! start_sched $cmd; then
+		set -- $cmd
+		set +f
+		if ! start_sched "$@"; then
 			echo "eval-sched sched=$i started=0"
 			i=$((i + 1))
 			continue

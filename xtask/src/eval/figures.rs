@@ -32,6 +32,25 @@ impl Run {
         report::number(self.line(want)?, key).ok()
     }
 
+    /// `key` from the first line that has it (observer lines whose kind
+    /// is a bare word, such as `smt` or `gangs`, are found by their keys).
+    pub fn first(&self, key: &str) -> Option<f64> {
+        let f = self.lines.iter().find(|f| f.contains_key(key))?;
+        report::number(f, key).ok()
+    }
+
+    /// The sum of `key` over every result line of workload `name` (one per
+    /// task of that kind).
+    pub fn sum(&self, name: &str, key: &str) -> Option<f64> {
+        let v: Vec<f64> = self
+            .lines
+            .iter()
+            .filter(|f| f.get("workload").map(String::as_str) == Some(name))
+            .filter_map(|f| report::number(f, key).ok())
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    }
+
     /// The workload's own result line (`workload=NAME`).
     pub fn workload(&self, name: &str, key: &str) -> Option<f64> {
         self.number(&[("workload", name)], key)

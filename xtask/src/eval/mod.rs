@@ -71,19 +71,26 @@ impl EvalArgs {
 
 /// The guest command: the roster as environment variables, then eval.sh.
 fn command(scenario: Scenario, roster: &[Sched], runs: u32, seconds: u32) -> String {
+    let (workload, arg) = scenario.workload();
     let mut cmd = format!(
         "EVAL_SCHEDS={} EVAL_RUNS={runs} EVAL_SECONDS={seconds}",
         roster.len()
     );
+    if let Some(a) = arg {
+        cmd.push_str(&format!(" EVAL_ARG={a}"));
+    }
     for (i, s) in roster.iter().enumerate() {
-        let c = match s.unavailable {
-            Some(_) => "skip".to_string(),
-            None => s.guest_command(),
+        let c = match (&s.unavailable, &s.kind) {
+            (Some(_), _) => "skip".to_string(),
+            (None, Kind::Sky(_)) if !scenario.sky_args().is_empty() => {
+                format!("{} {}", s.guest_command(), scenario.sky_args())
+            }
+            (None, _) => s.guest_command(),
         };
         // Commands are built here from fixed words: no quotes inside.
         cmd.push_str(&format!(" EVAL_SCHED_{i}='{c}'"));
     }
-    cmd.push_str(&format!(" sh ./eval.sh {}", scenario.name()));
+    cmd.push_str(&format!(" sh ./eval.sh {workload}"));
     cmd
 }
 
@@ -216,8 +223,10 @@ pub fn run(args: &EvalArgs) -> Result<()> {
         }
     };
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let args_text: Vec<String> = std::env::args().skip(1).collect();
     let mut md = format!(
-        "# scx_sky evaluation\n\nWritten by `cargo xtask eval` ([how to read it](evaluation.md)).\n\n{}",
+        "# scx_sky evaluation\n\nWritten by `cargo xtask {}` ([how to read it](evaluation.md)).\n\n{}",
+        args_text.join(" "),
         provenance(&roster)
     );
     let results = dir.join("results.md");
@@ -321,5 +330,12 @@ mod tests {
         );
         let skipped = roster::roster(&[], Some("test"));
         assert!(command(Scenario::Sky1, &skipped, 1, 1).contains("EVAL_SCHED_1='skip'"));
+        let gangs = command(Scenario::Gangs4, &roster, 1, 1);
+        assert!(gangs.contains(" EVAL_ARG=4 "), "{gangs}");
+        assert!(
+            gangs.contains("--stats-interval 0 --class mb-*=memory-bound'"),
+            "{gangs}"
+        );
+        assert!(gangs.ends_with("sh ./eval.sh gangs"), "{gangs}");
     }
 }

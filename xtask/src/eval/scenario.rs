@@ -26,6 +26,16 @@ pub enum Scenario {
     /// Scheduler overhead: a hackbench-style ping-pong storm's throughput,
     /// and what the BPF callbacks cost (the kernel's BPF statistics).
     Overhead,
+    /// Seed 000: two PM writers and two compute tasks on 2 cores x 2
+    /// threads; the share of PM-writer time beside a compute sibling.
+    Smt,
+    /// Seed 003: one memory-bound gang of 3 threads and 2 compute tasks on
+    /// two sockets; All share, Dirty, LLC miss rate (cache model).
+    Gangs1,
+    /// The same with two gangs: only one fits a socket's LLC.
+    Gangs2,
+    /// The same with four gangs: more gangs than sockets.
+    Gangs4,
 }
 
 impl Scenario {
@@ -34,6 +44,30 @@ impl Scenario {
             Scenario::Sky1 => "sky1",
             Scenario::Latency => "latency",
             Scenario::Overhead => "overhead",
+            Scenario::Smt => "smt",
+            Scenario::Gangs1 => "gangs1",
+            Scenario::Gangs2 => "gangs2",
+            Scenario::Gangs4 => "gangs4",
+        }
+    }
+
+    /// tests/vm/eval.sh's workload (`wl_NAME`) and its EVAL_ARG.
+    pub fn workload(self) -> (&'static str, Option<u32>) {
+        match self {
+            Scenario::Gangs1 => ("gangs", Some(1)),
+            Scenario::Gangs2 => ("gangs", Some(2)),
+            Scenario::Gangs4 => ("gangs", Some(4)),
+            s => (s.name(), None),
+        }
+    }
+
+    /// What scx_sky is told about the tasks, as a user would tell it
+    /// (class rules by name); the anchors have no such input.
+    pub fn sky_args(self) -> &'static str {
+        match self {
+            Scenario::Smt => "--class pm-writer=pm-writer --class cpu-*=compute",
+            Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => "--class mb-*=memory-bound",
+            _ => "",
         }
     }
 
@@ -71,6 +105,28 @@ impl Scenario {
                  CPUs' time spent in callbacks. EEVDF runs no BPF. TCG makes every instruction \
                  slow alike, so the ratios carry over better than the nanoseconds."
             }
+            Scenario::Smt => {
+                "Seed 000's placements: two persistent-memory writers (random 256-byte writes, \
+                 each flushed and fenced; DRAM here) and two integer-division tasks on 2 cores \
+                 x 2 SMT threads, started writer, writer, compute, compute. *SMT cross share*: \
+                 of the time a writer ran with a busy sibling, the share that sibling ran a \
+                 compute task (the observer; 1.0 is the paper's smt-cross, 0 smt-parallel). \
+                 scx_sky is told the classes by name (`--class pm-writer=pm-writer --class \
+                 'cpu-*=compute'`); the anchors have no such input. TCG models no SMT \
+                 contention, so the rates show time-sharing only; the paper's gain (smt-cross \
+                 ~15 % faster than smt-parallel) needs real SMT and PM."
+            }
+            Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => {
+                "Seed 003: memory-bound gangs (3 threads each walking a shared 3 MiB buffer; \
+                 one fits a socket's 4 MiB LLC, two do not) and 2 compute tasks started first, \
+                 on 2 sockets x 2 cores x 2 threads. *All share*: of the time two or more of a \
+                 gang's threads ran, the share they all ran in one socket (mean, and the worst \
+                 gang); *Dirty*: the share of socket time a socket ran two gangs at once (both \
+                 from the observer); *LLC miss rate*: the cache model's user-space LLC misses \
+                 over LLC accesses (L1 32 KiB and L2 512 KiB per core, LLC 4 MiB per socket), \
+                 the paper's All-versus-Partial share turned into misses. scx_sky is told \
+                 `--class 'mb-*=memory-bound'`; the anchors have no such input."
+            }
         }
     }
 
@@ -82,15 +138,24 @@ impl Scenario {
                 cores: 4,
                 threads: 1,
             },
+            // Seed 000's machine: 2 cores x 2 threads.
+            Scenario::Smt => CpuTopology {
+                sockets: 1,
+                cores: 2,
+                threads: 2,
+            },
             // Two LLCs of two SMT cores: every kind of move exists.
-            Scenario::Latency | Scenario::Overhead => CpuTopology::default(),
+            _ => CpuTopology::default(),
         }
     }
 
     pub fn cache_model(self) -> Option<CacheModel> {
         match self {
             Scenario::Sky1 => Some("sky1".parse().expect("the sky1 preset parses")),
-            Scenario::Latency | Scenario::Overhead => None,
+            Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => {
+                Some("modern".parse().expect("the modern preset parses"))
+            }
+            _ => None,
         }
     }
 
@@ -196,6 +261,61 @@ impl Scenario {
                     Box::new(move |r: &Run| Some(r.workload("burn", "iterations")? / seconds)),
                 ),
             ],
+            Scenario::Smt => vec![
+                Column::new(
+                    "SMT cross share",
+                    Unit::Share,
+                    false,
+                    Box::new(|r: &Run| r.first("paired")),
+                ),
+                Column::new(
+                    "PM writes",
+                    Unit::PerSec,
+                    true,
+                    Box::new(|r: &Run| r.sum("pm-write", "writes_per_s")),
+                ),
+                Column::new(
+                    "compute",
+                    Unit::PerSec,
+                    true,
+                    Box::new(|r: &Run| r.sum("compute", "rounds_per_s")),
+                ),
+            ],
+            Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => vec![
+                Column::new(
+                    "All share",
+                    Unit::Share,
+                    false,
+                    Box::new(|r: &Run| r.first("all_share")),
+                ),
+                Column::new(
+                    "worst gang",
+                    Unit::Share,
+                    false,
+                    Box::new(|r: &Run| r.first("all_share_min")),
+                ),
+                Column::new(
+                    "Dirty",
+                    Unit::Share,
+                    false,
+                    Box::new(|r: &Run| r.first("dirty_share")),
+                ),
+                Column::new(
+                    "LLC miss rate",
+                    Unit::Share,
+                    true,
+                    Box::new(|r: &Run| {
+                        let c = r.cache.as_ref()?.total(|_| true, true);
+                        cachesim::rate(c.llc_misses, c.l2_misses)
+                    }),
+                ),
+                Column::new(
+                    "gang loads",
+                    Unit::PerSec,
+                    true,
+                    Box::new(|r: &Run| r.sum("gang", "loads_per_s")),
+                ),
+            ],
             Scenario::Overhead => vec![
                 Column::new(
                     "round trips",
@@ -241,7 +361,7 @@ impl Scenario {
             "Per scheduler the mean of its valid runs; in brackets the ratio to EEVDF's mean.\n\n{}\n",
             render::summary(boot, roster, &columns).render()
         );
-        if let Some(report) = cache {
+        if let Some(report) = cache.filter(|r| !r.sweep().is_empty()) {
             md += &self.size_sweep(boot, roster, report, dir)?;
         }
         md += &self.ratio_plots(boot, roster, &columns, dir)?;
@@ -377,6 +497,10 @@ mod tests {
         assert_eq!((s.icount_shift(), s.phases_per_run()), (Some(3), 1));
         assert!(s.timeout_s(7, 3, 4) > 7 * 3 * 4);
         assert_eq!(Scenario::Latency.cache_model(), None);
+        assert_eq!(Scenario::Gangs4.workload(), ("gangs", Some(4)));
+        assert_eq!(Scenario::Smt.workload(), ("smt", None));
+        assert_eq!(Scenario::Smt.topology().cpus(), 4);
+        assert!(Scenario::Gangs2.sky_args().contains("memory-bound"));
         assert_eq!(Scenario::Overhead.phases_per_run(), 0);
         for s in <Scenario as ValueEnum>::value_variants() {
             assert!(!s.columns(1.0, 4.0).is_empty() && !s.about_text().is_empty());
