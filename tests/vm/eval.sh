@@ -18,8 +18,9 @@
 . ./lib.sh
 
 scenario=$1
-# Loading a large BPF scheduler (scx_lavd) under TCG can take a while.
-export SKY_START_WAIT_S=${SKY_START_WAIT_S:-60}
+# Loading a large BPF scheduler under TCG can take a while: scx_lavd took
+# 10 s in most boots and more than 60 s in one.
+export SKY_START_WAIT_S=${SKY_START_WAIT_S:-180}
 runs=${EVAL_RUNS:-3}
 secs=${EVAL_SECONDS:-4}
 cpus=$(nproc)

@@ -58,25 +58,29 @@ static void init(struct hierarchy *h, const struct hierarchy_geom *g)
 	}
 }
 
-/*
- * One warm-up pass, then `passes` counted ones: loads every stride, of 8
- * bytes or the stride if smaller (so none crosses a line).
- */
+/* Loads every stride, of 8 bytes or the stride if smaller (none crosses
+ * a line), counted into c. */
+static void one_pass(struct hierarchy *h, uint32_t vcpu, uint64_t base,
+		     uint64_t bytes, uint64_t stride, struct cache_counts *c)
+{
+	uint32_t size = stride < 8 ? (uint32_t)stride : 8;
+	uint64_t off;
+
+	for (off = 0; off < bytes; off += stride)
+		hierarchy_access(h, vcpu, base + off, size, false, c);
+}
+
+/* One warm-up pass, then `passes` counted ones. */
 static struct cache_counts sweep(struct hierarchy *h, uint32_t vcpu,
 				 uint64_t base, uint64_t bytes,
 				 uint64_t stride, int passes)
 {
 	struct cache_counts warm = { 0 }, counts = { 0 };
-	uint32_t size = stride < 8 ? (uint32_t)stride : 8;
-	uint64_t off;
 	int p;
 
-	for (off = 0; off < bytes; off += stride)
-		hierarchy_access(h, vcpu, base + off, size, false, &warm);
+	one_pass(h, vcpu, base, bytes, stride, &warm);
 	for (p = 0; p < passes; p++)
-		for (off = 0; off < bytes; off += stride)
-			hierarchy_access(h, vcpu, base + off, size, false,
-					 &counts);
+		one_pass(h, vcpu, base, bytes, stride, &counts);
 	return counts;
 }
 
@@ -198,15 +202,13 @@ static void sharing(void)
 		    rate(c.misses[LEVEL_L1], c.accesses), 0.0, 0.0);
 	sweep(&h, 0, 0x1000000, 1 << 20, 64, 1);
 	c = (struct cache_counts){ 0 };
-	for (uint64_t off = 0; off < (1 << 20); off += 64)
-		hierarchy_access(&h, 2, 0x1000000 + off, 8, false, &c);
+	one_pass(&h, 2, 0x1000000, 1 << 20, 64, &c);
 	expect_near("other core, same socket: L2 misses ...",
 		    rate(c.misses[LEVEL_L2], c.misses[LEVEL_L1]), 1.0, 0.0);
 	expect_near("... but the shared LLC hits",
 		    rate(c.misses[LEVEL_LLC], c.misses[LEVEL_L2]), 0.0, 0.0);
 	c = (struct cache_counts){ 0 };
-	for (uint64_t off = 0; off < (1 << 20); off += 64)
-		hierarchy_access(&h, 4, 0x1000000 + off, 8, false, &c);
+	one_pass(&h, 4, 0x1000000, 1 << 20, 64, &c);
 	expect_near("other socket: the LLC misses too",
 		    rate(c.misses[LEVEL_LLC], c.misses[LEVEL_L2]), 1.0, 0.0);
 

@@ -25,38 +25,29 @@ pub enum Marker {
     Warm,
 }
 
+/// `nopl 0x5CA1000K(%rax)` for the literal K.
+#[cfg(target_arch = "x86_64")]
+macro_rules! marker_nop {
+    ($k:literal) => {
+        // SAFETY: a no-op instruction; it reads no memory (nopl never
+        // dereferences its operand) and touches no register.
+        unsafe {
+            std::arch::asm!(
+                concat!(".byte 0x0f, 0x1f, 0x80, ", $k, ", 0x00, 0xa1, 0x5c"),
+                options(nostack)
+            )
+        }
+    };
+}
+
 /// Executes the marker. Outside the cache-model VM it does nothing.
 pub fn mark(marker: Marker) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a no-op instruction; it reads no memory (nopl never
-    // dereferences its operand) and touches no register.
-    unsafe {
-        match marker {
-            Marker::Begin => {
-                std::arch::asm!(
-                    ".byte 0x0f, 0x1f, 0x80, 0x01, 0x00, 0xa1, 0x5c",
-                    options(nostack)
-                )
-            }
-            Marker::End => {
-                std::arch::asm!(
-                    ".byte 0x0f, 0x1f, 0x80, 0x02, 0x00, 0xa1, 0x5c",
-                    options(nostack)
-                )
-            }
-            Marker::Flush => {
-                std::arch::asm!(
-                    ".byte 0x0f, 0x1f, 0x80, 0x03, 0x00, 0xa1, 0x5c",
-                    options(nostack)
-                )
-            }
-            Marker::Warm => {
-                std::arch::asm!(
-                    ".byte 0x0f, 0x1f, 0x80, 0x04, 0x00, 0xa1, 0x5c",
-                    options(nostack)
-                )
-            }
-        }
+    match marker {
+        Marker::Begin => marker_nop!("0x01"),
+        Marker::End => marker_nop!("0x02"),
+        Marker::Flush => marker_nop!("0x03"),
+        Marker::Warm => marker_nop!("0x04"),
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = marker;

@@ -44,11 +44,16 @@ pub struct Column {
 }
 
 impl Column {
-    pub fn new(name: &str, unit: Unit, ratio: bool, get: Getter) -> Column {
+    pub fn new(
+        name: &str,
+        unit: Unit,
+        ratio: bool,
+        get: impl Fn(&Run) -> Option<f64> + 'static,
+    ) -> Column {
         Column {
             name: name.to_string(),
             unit,
-            get,
+            get: Box::new(get),
             ratio,
         }
     }
@@ -207,12 +212,9 @@ mod tests {
             ],
             ..Boot::default()
         };
-        let cols = vec![Column::new(
-            "work",
-            Unit::PerSec,
-            true,
-            Box::new(|r: &Run| r.workload("w", "passes")),
-        )];
+        let cols = vec![Column::new("work", Unit::PerSec, true, |r: &Run| {
+            r.workload("w", "passes")
+        })];
         let text = summary(&boot, &roster, &cols).render();
         assert!(text.contains("| EEVDF "), "{text}");
         assert!(text.contains("200/s "), "{text}");

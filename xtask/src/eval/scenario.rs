@@ -196,150 +196,79 @@ impl Scenario {
     fn columns(self, seconds: f64, cpus: f64) -> Vec<Column> {
         match self {
             Scenario::Sky1 => vec![
-                Column::new(
-                    "work",
-                    Unit::PerSec,
-                    true,
-                    Box::new(move |r: &Run| Some(r.workload("cache-loop", "passes")? / seconds)),
-                ),
-                Column::new(
-                    "last-CPU share",
-                    Unit::Share,
-                    false,
-                    Box::new(|r: &Run| r.placement("cache-loop", "last_cpu_share")),
-                ),
-                Column::new(
-                    "migrations",
-                    Unit::PerSec,
-                    true,
-                    Box::new(move |r: &Run| {
-                        Some(r.placement("cache-loop", "migrations")? / seconds)
-                    }),
-                ),
-                Column::new(
-                    "wake p99",
-                    Unit::Us,
-                    false,
-                    Box::new(|r: &Run| r.placement("cache-loop", "wake_p99_us")),
-                ),
-                Column::new(
-                    "miss rate (512 KB)",
-                    Unit::Share,
-                    true,
-                    Box::new(|r: &Run| miss_rate(r, None)),
-                ),
+                Column::new("work", Unit::PerSec, true, move |r: &Run| {
+                    Some(r.workload("cache-loop", "passes")? / seconds)
+                }),
+                Column::new("last-CPU share", Unit::Share, false, |r: &Run| {
+                    r.placement("cache-loop", "last_cpu_share")
+                }),
+                Column::new("migrations", Unit::PerSec, true, move |r: &Run| {
+                    Some(r.placement("cache-loop", "migrations")? / seconds)
+                }),
+                Column::new("wake p99", Unit::Us, false, |r: &Run| {
+                    r.placement("cache-loop", "wake_p99_us")
+                }),
+                Column::new("miss rate (512 KB)", Unit::Share, true, |r: &Run| {
+                    miss_rate(r, None)
+                }),
             ],
             Scenario::Latency => vec![
-                Column::new(
-                    "wake p50",
-                    Unit::Us,
-                    true,
-                    Box::new(|r: &Run| r.placement("pingpong", "wake_p50_us")),
-                ),
-                Column::new(
-                    "wake p99",
-                    Unit::Us,
-                    true,
-                    Box::new(|r: &Run| r.placement("pingpong", "wake_p99_us")),
-                ),
-                Column::new(
-                    "wake max",
-                    Unit::Us,
-                    false,
-                    Box::new(|r: &Run| r.placement("pingpong", "wake_max_us")),
-                ),
-                Column::new(
-                    "round trips",
-                    Unit::PerSec,
-                    true,
-                    Box::new(|r: &Run| r.workload("pingpong", "round_trips_per_s")),
-                ),
-                Column::new(
-                    "hog work",
-                    Unit::PerSec,
-                    true,
-                    Box::new(move |r: &Run| Some(r.workload("burn", "iterations")? / seconds)),
-                ),
+                Column::new("wake p50", Unit::Us, true, |r: &Run| {
+                    r.placement("pingpong", "wake_p50_us")
+                }),
+                Column::new("wake p99", Unit::Us, true, |r: &Run| {
+                    r.placement("pingpong", "wake_p99_us")
+                }),
+                Column::new("wake max", Unit::Us, false, |r: &Run| {
+                    r.placement("pingpong", "wake_max_us")
+                }),
+                Column::new("round trips", Unit::PerSec, true, |r: &Run| {
+                    r.workload("pingpong", "round_trips_per_s")
+                }),
+                Column::new("hog work", Unit::PerSec, true, move |r: &Run| {
+                    Some(r.workload("burn", "iterations")? / seconds)
+                }),
             ],
             Scenario::Smt => vec![
-                Column::new(
-                    "SMT cross share",
-                    Unit::Share,
-                    false,
-                    Box::new(|r: &Run| r.first("paired")),
-                ),
-                Column::new(
-                    "PM writes",
-                    Unit::PerSec,
-                    true,
-                    Box::new(|r: &Run| r.sum("pm-write", "writes_per_s")),
-                ),
-                Column::new(
-                    "compute",
-                    Unit::PerSec,
-                    true,
-                    Box::new(|r: &Run| r.sum("compute", "rounds_per_s")),
-                ),
+                Column::new("SMT cross share", Unit::Share, false, |r: &Run| {
+                    r.first("paired")
+                }),
+                Column::new("PM writes", Unit::PerSec, true, |r: &Run| {
+                    r.sum("pm-write", "writes_per_s")
+                }),
+                Column::new("compute", Unit::PerSec, true, |r: &Run| {
+                    r.sum("compute", "rounds_per_s")
+                }),
             ],
             Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => vec![
-                Column::new(
-                    "All share",
-                    Unit::Share,
-                    false,
-                    Box::new(|r: &Run| r.first("all_share")),
-                ),
-                Column::new(
-                    "worst gang",
-                    Unit::Share,
-                    false,
-                    Box::new(|r: &Run| r.first("all_share_min")),
-                ),
-                Column::new(
-                    "Dirty",
-                    Unit::Share,
-                    false,
-                    Box::new(|r: &Run| r.first("dirty_share")),
-                ),
-                Column::new(
-                    "LLC miss rate",
-                    Unit::Share,
-                    true,
-                    Box::new(|r: &Run| {
-                        let c = r.cache.as_ref()?.total(|_| true, true);
-                        cachesim::rate(c.llc_misses, c.l2_misses)
-                    }),
-                ),
-                Column::new(
-                    "gang loads",
-                    Unit::PerSec,
-                    true,
-                    Box::new(|r: &Run| r.sum("gang", "loads_per_s")),
-                ),
+                Column::new("All share", Unit::Share, false, |r: &Run| {
+                    r.first("all_share")
+                }),
+                Column::new("worst gang", Unit::Share, false, |r: &Run| {
+                    r.first("all_share_min")
+                }),
+                Column::new("Dirty", Unit::Share, false, |r: &Run| {
+                    r.first("dirty_share")
+                }),
+                Column::new("LLC miss rate", Unit::Share, true, |r: &Run| {
+                    let c = r.cache.as_ref()?.total(|_| true, true);
+                    cachesim::rate(c.llc_misses, c.l2_misses)
+                }),
+                Column::new("gang loads", Unit::PerSec, true, |r: &Run| {
+                    r.sum("gang", "loads_per_s")
+                }),
             ],
             Scenario::Overhead => vec![
-                Column::new(
-                    "round trips",
-                    Unit::PerSec,
-                    true,
-                    Box::new(|r: &Run| r.workload("pingpong", "round_trips_per_s")),
-                ),
-                Column::new(
-                    "BPF ns/callback",
-                    Unit::Ns,
-                    false,
-                    Box::new(|r: &Run| {
-                        let calls = r.workload("bpf-cost", "callbacks")?;
-                        (calls > 0.0).then_some(r.workload("bpf-cost", "bpf_ns")? / calls)
-                    }),
-                ),
-                Column::new(
-                    "BPF CPU",
-                    Unit::Share,
-                    false,
-                    Box::new(move |r: &Run| {
-                        Some(r.workload("bpf-cost", "bpf_ns_per_s")? / (cpus * 1e9))
-                    }),
-                ),
+                Column::new("round trips", Unit::PerSec, true, |r: &Run| {
+                    r.workload("pingpong", "round_trips_per_s")
+                }),
+                Column::new("BPF ns/callback", Unit::Ns, false, |r: &Run| {
+                    let calls = r.workload("bpf-cost", "callbacks")?;
+                    (calls > 0.0).then_some(r.workload("bpf-cost", "bpf_ns")? / calls)
+                }),
+                Column::new("BPF CPU", Unit::Share, false, move |r: &Run| {
+                    Some(r.workload("bpf-cost", "bpf_ns_per_s")? / (cpus * 1e9))
+                }),
             ],
         }
     }
@@ -402,13 +331,8 @@ impl Scenario {
                 .iter()
                 .map(|(_, idx)| {
                     let idx = *idx;
-                    Column::new(
-                        "",
-                        Unit::Share,
-                        false,
-                        Box::new(move |r: &Run| miss_rate(r, idx)),
-                    )
-                    .mean(&runs)
+                    Column::new("", Unit::Share, false, move |r: &Run| miss_rate(r, idx))
+                        .mean(&runs)
                 })
                 .collect();
             let mut row = vec![s.label()];
