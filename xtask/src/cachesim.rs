@@ -342,15 +342,22 @@ pub fn parse(text: &str) -> Result<Report> {
 }
 
 impl Report {
-    /// Whether the model had this level ("l2" or "llc"); l1 always.
-    pub fn has_level(&self, name: &str) -> bool {
-        field(&self.config, name).is_some_and(|v| v != "off")
+    /// A level's geometry as the plugin wrote it ("l1", "l2", "llc":
+    /// bytes:line:assoc or off; "sweep": geometries joined by `+`).
+    pub fn level(&self, name: &str) -> Option<&str> {
+        field(&self.config, name)
     }
 
-    /// The cache-size sweep's geometries as the plugin wrote them
-    /// (bytes:line:assoc), in the order of `Counts::sweep_misses`.
+    /// Whether the model had this level ("l2" or "llc"); l1 always.
+    pub fn has_level(&self, name: &str) -> bool {
+        self.level(name).is_some_and(|v| v != "off")
+    }
+
+    /// The cache-size sweep's geometries, in the order of
+    /// `Counts::sweep_misses`.
     pub fn sweep(&self) -> Vec<&str> {
-        field(&self.config, "sweep").map_or(Vec::new(), |v| v.split('+').collect())
+        self.level("sweep")
+            .map_or(Vec::new(), |v| v.split('+').collect())
     }
 }
 

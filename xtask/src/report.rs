@@ -12,12 +12,15 @@ pub fn lines_with(output: &str, prefix: &str) -> Vec<Fields> {
     output
         .lines()
         .filter_map(|line| line.split_once(prefix).map(|(_, rest)| rest))
-        .map(|rest| {
-            rest.split_whitespace()
-                .filter_map(|w| w.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        })
+        .map(fields)
+        .collect()
+}
+
+/// The `key=value` words of one line (other words are skipped).
+pub fn fields(text: &str) -> Fields {
+    text.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 

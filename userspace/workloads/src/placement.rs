@@ -20,7 +20,6 @@ pub struct TaskPlacement {
     pub migrations: u64,
     pub run_ns: u64,
     last_cpu: Option<u32>,
-    running_since: Option<u64>,
 }
 
 /// A group's counts (tasks grouped by name, as `group_of`).
@@ -49,18 +48,31 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// A task's group; allocates only for a group not seen before (this
+    /// runs for every traced event the reader must keep up with).
     fn group(&mut self, comm: &str) -> &mut GroupPlacement {
-        self.groups.entry(group_of(comm).to_string()).or_default()
+        let name = group_of(comm);
+        if !self.groups.contains_key(name) {
+            self.groups
+                .insert(name.to_string(), GroupPlacement::default());
+        }
+        self.groups.get_mut(name).expect("inserted above")
     }
 
-    pub fn switched_in(&mut self, ts_ns: u64, cpu: u32, pid: u32, comm: &str) {
+    fn task(&mut self, pid: u32, comm: &str) -> &mut TaskPlacement {
+        let t = self.tasks.entry(pid).or_default();
+        if t.comm != comm {
+            t.comm = comm.to_string();
+        }
+        t
+    }
+
+    pub fn switched_in(&mut self, cpu: u32, pid: u32, comm: &str) {
         if pid == 0 {
             return;
         }
-        let t = self.tasks.entry(pid).or_default();
-        t.comm = comm.to_string();
+        let t = self.task(pid, comm);
         t.switch_ins += 1;
-        t.running_since = Some(ts_ns);
         let previous = t.last_cpu.replace(cpu);
         let same = previous == Some(cpu);
         t.same_cpu_ins += u64::from(same);
@@ -72,18 +84,28 @@ impl Placement {
         }
     }
 
-    pub fn switched_out(&mut self, ts_ns: u64, pid: u32, comm: &str) {
+    /// `ran_ns`: how long it ran since its switch-in, if that was traced
+    /// (the wait book follows what runs where).
+    pub fn switched_out(&mut self, pid: u32, comm: &str, ran_ns: Option<u64>) {
         if pid == 0 {
             return;
         }
-        let t = self.tasks.entry(pid).or_default();
-        if t.comm.is_empty() {
-            t.comm = comm.to_string();
-        }
+        let t = self.task(pid, comm);
         t.switch_outs += 1;
-        if let Some(since) = t.running_since.take() {
-            t.run_ns += ts_ns.saturating_sub(since);
-        }
+        t.run_ns += ran_ns.unwrap_or(0);
+    }
+
+    /// How evenly `group`'s tasks ran: the 10th and 90th percentile of
+    /// their run times (ns) and how many tasks ran.
+    pub fn run_spread(&self, group: &str) -> (u64, u64, usize) {
+        let mut times: Vec<u64> = self
+            .tasks
+            .values()
+            .filter(|t| t.run_ns > 0 && group_of(&t.comm) == group)
+            .map(|t| t.run_ns)
+            .collect();
+        let p10 = crate::percentile(&mut times, 10.0);
+        (p10, crate::percentile(&mut times, 90.0), times.len())
     }
 
     /// `sched_migrate_task`: fires on every set_task_cpu(), which counts a
@@ -92,11 +114,7 @@ impl Placement {
         if orig_cpu == dest_cpu || pid == 0 {
             return;
         }
-        let t = self.tasks.entry(pid).or_default();
-        if t.comm.is_empty() {
-            t.comm = comm.to_string();
-        }
-        t.migrations += 1;
+        self.task(pid, comm).migrations += 1;
         self.group(comm).migrations += 1;
     }
 
@@ -163,15 +181,15 @@ mod tests {
     #[test]
     fn switch_ins_on_the_last_cpu_and_migrations_are_counted() {
         let mut p = Placement::default();
-        p.switched_in(0, 1, 10, "loop-a");
-        p.switched_out(100, 10, "loop-a");
-        p.switched_in(200, 1, 10, "loop-a");
-        p.switched_out(300, 10, "loop-a");
+        p.switched_in(1, 10, "loop-a");
+        p.switched_out(10, "loop-a", Some(100));
+        p.switched_in(1, 10, "loop-a");
+        p.switched_out(10, "loop-a", Some(100));
         p.migrated(10, "loop-a", 1, 1);
         p.migrated(10, "loop-a", 1, 2);
-        p.switched_in(400, 2, 10, "loop-a");
-        p.switched_in(400, 3, 11, "loop-b");
-        p.switched_in(500, 0, 0, "swapper/0");
+        p.switched_in(2, 10, "loop-a");
+        p.switched_in(3, 11, "loop-b");
+        p.switched_in(0, 0, "swapper/0");
         p.woke_and_waited("loop-a", 7_000);
         let g = &p.groups["loop-a"];
         assert_eq!((g.switch_ins, g.repeat_ins, g.same_cpu_ins), (3, 2, 1));

@@ -270,9 +270,6 @@ pub struct WaitBook {
     /// a time, so a switch-in elsewhere replaces an entry a hotplugged CPU
     /// left behind).
     running: HashMap<u32, (u32, u64)>,
-    /// pid -> its group and the time it ran: how evenly a group's tasks
-    /// shared the CPUs.
-    ran: HashMap<u32, (String, u64)>,
     pub groups: HashMap<String, GroupWaits>,
     /// The longest waits, longest first (at most `WORST_KEPT`).
     pub worst: Vec<Wait>,
@@ -382,19 +379,16 @@ impl WaitBook {
                 self.seen.insert(prev_pid);
                 self.seen.insert(next_pid);
                 self.runnable_since.remove(&prev_pid);
-                if let Some((_, since)) = self.running.remove(&prev_pid) {
-                    let ran = self
-                        .ran
-                        .entry(prev_pid)
-                        .or_insert_with(|| (group_of(prev_comm).to_string(), 0));
-                    ran.1 += ts_ns.saturating_sub(since);
-                }
+                let ran = self
+                    .running
+                    .remove(&prev_pid)
+                    .map(|(_, since)| ts_ns.saturating_sub(since));
+                self.placement.switched_out(prev_pid, prev_comm, ran);
                 if prev_runnable && prev_pid != 0 {
                     self.runnable_since
                         .insert(prev_pid, (ts_ns, prev_comm.to_string(), true, false));
                 }
-                self.placement.switched_out(ts_ns, prev_pid, prev_comm);
-                self.placement.switched_in(ts_ns, cpu, next_pid, next_comm);
+                self.placement.switched_in(cpu, next_pid, next_comm);
                 if next_pid != 0 {
                     self.running.insert(next_pid, (cpu, ts_ns));
                 }
@@ -462,20 +456,6 @@ impl WaitBook {
         open
     }
 
-    /// How evenly @group's tasks ran: the 10th and 90th percentile of
-    /// their run times (ns; percentiles, so one short-lived task or an
-    /// idle parent does not decide it), and how many tasks ran.
-    pub fn run_spread(&self, group: &str) -> (u64, u64, usize) {
-        let mut times: Vec<u64> = self
-            .ran
-            .values()
-            .filter(|(g, _)| g == group)
-            .map(|(_, ns)| *ns)
-            .collect();
-        let p10 = crate::percentile(&mut times, 10.0);
-        (p10, crate::percentile(&mut times, 90.0), times.len())
-    }
-
     /// Result lines: one per group (largest wait first), then the total.
     pub fn lines(&self) -> Vec<String> {
         let mut groups: Vec<_> = self.groups.iter().collect();
@@ -483,7 +463,7 @@ impl WaitBook {
         let mut out: Vec<String> = groups
             .iter()
             .map(|(name, g)| {
-                let (run_p10, run_p90, tasks) = self.run_spread(name);
+                let (run_p10, run_p90, tasks) = self.placement.run_spread(name);
                 format!(
                     "result observer=trace group={name} waits={} p50_wait_us={} \
                      p99_wait_us={} max_wait_us={} max_clear_wait_us={} worst_pid={} \

@@ -110,8 +110,11 @@ fn a_wait_runs_from_wakeup_or_preemption_to_switch_in() {
     ]);
     assert_eq!(b.groups["hostile-pinned"].waits_us, vec![2000, 5000]);
     // Ran 2 ms, then 1 ms; the hog 5 ms.
-    assert_eq!(b.run_spread("hostile-pinned"), (3_000_000, 3_000_000, 1));
-    assert_eq!(b.run_spread("hog"), (5_000_000, 5_000_000, 1));
+    assert_eq!(
+        b.placement.run_spread("hostile-pinned"),
+        (3_000_000, 3_000_000, 1)
+    );
+    assert_eq!(b.placement.run_spread("hog"), (5_000_000, 5_000_000, 1));
     assert!(!b.groups.contains_key("hog"));
     assert!(b.open_waits().is_empty());
     assert!(complete(&b).is_ok());

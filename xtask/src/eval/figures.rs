@@ -109,15 +109,9 @@ fn sched_of(f: &Fields) -> Result<usize> {
         .context("sched= is not an index")
 }
 
-/// Reads the guest's output (and the cache model's, if any) for a roster
-/// of `scheds` schedulers; `phases_per_run` is how many phases each run
-/// marks (0 without a cache model).
-pub fn parse(
-    output: &str,
-    scheds: usize,
-    cache: Option<&str>,
-    phases_per_run: usize,
-) -> Result<Boot> {
+/// Reads the guest's output for a roster of `scheds` schedulers, and the
+/// cache model's counts if the boot had one: each run marks one phase.
+pub fn parse(output: &str, scheds: usize, cache: Option<&cachesim::Report>) -> Result<Boot> {
     let mut boot = Boot {
         header: report::one_line(output, "eval-header ")?,
         outcomes: vec![SchedOutcome::default(); scheds],
@@ -125,7 +119,7 @@ pub fn parse(
     };
     for line in output.lines() {
         if let Some(rest) = line.split_once("eval-run ").map(|(_, r)| r) {
-            let f = report::lines_with(rest, "").pop().unwrap_or_default();
+            let f = report::fields(rest);
             boot.runs.push(Run {
                 sched: sched_of(&f)?,
                 run: f
@@ -135,7 +129,7 @@ pub fn parse(
                 ..Run::default()
             });
         } else if let Some(rest) = line.split_once("eval-sched ").map(|(_, r)| r) {
-            let f = report::lines_with(rest, "").pop().unwrap_or_default();
+            let f = report::fields(rest);
             let i = sched_of(&f)?;
             let o = boot
                 .outcomes
@@ -145,25 +139,23 @@ pub fn parse(
             o.errors = f.get("errors").and_then(|e| e.parse().ok()).unwrap_or(0);
             o.exit = f.get("exit").and_then(|e| e.parse().ok());
         } else if let Some(rest) = line.split_once("result ").map(|(_, r)| r) {
-            let f = report::lines_with(rest, "").pop().unwrap_or_default();
+            let f = report::fields(rest);
             let Ok(sched) = sched_of(&f) else { continue };
             if let Some(run) = boot.runs.last_mut().filter(|r| r.sched == sched) {
                 run.lines.push(f);
             }
         }
     }
-    if let Some(text) = cache {
-        let phases = cachesim::parse(text)?.phases;
-        if phases.len() != boot.runs.len() * phases_per_run {
+    if let Some(report) = cache {
+        if report.phases.len() != boot.runs.len() {
             bail!(
-                "the cache model counted {} phases for {} runs of {phases_per_run} each",
-                phases.len(),
+                "the cache model counted {} phases for {} runs",
+                report.phases.len(),
                 boot.runs.len()
             );
         }
-        let firsts = phases.into_iter().step_by(phases_per_run.max(1));
-        for (run, phase) in boot.runs.iter_mut().zip(firsts) {
-            run.cache = Some(phase);
+        for (run, phase) in boot.runs.iter_mut().zip(&report.phases) {
+            run.cache = Some(phase.clone());
         }
     }
     Ok(boot)

@@ -159,13 +159,8 @@ fn run_scenario(
             dir.display()
         );
     }
-    let boot = figures::parse(
-        &out.output,
-        roster.len(),
-        out.cache.as_deref(),
-        scenario.phases_per_run(),
-    )?;
     let cache = out.cache.as_deref().map(cachesim::parse).transpose()?;
+    let boot = figures::parse(&out.output, roster.len(), cache.as_ref())?;
     if args.strict {
         strict_check(&boot, roster)?;
     }
@@ -179,9 +174,13 @@ fn run_scenario(
         cfg.topology,
         runs,
         seconds,
-        match (&cfg.cache_model, cfg.icount_shift) {
-            (Some(m), Some(s)) => format!("cache model {m}, -icount shift={s}"),
-            _ => "no cache model".into(),
+        match &cfg.cache_model {
+            Some(m) => format!(
+                "cache model {m}{}",
+                cfg.icount_shift
+                    .map_or(String::new(), |s| format!(", -icount shift={s}"))
+            ),
+            None => "no cache model".into(),
         }
     );
     md += &format!("\n{}\n", scenario.about_text());

@@ -60,9 +60,22 @@ impl Column {
 
     /// The mean over a scheduler's valid runs that have the figure.
     pub fn mean(&self, runs: &[&Run]) -> Option<f64> {
-        let v: Vec<f64> = runs.iter().filter_map(|r| (self.get)(r)).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        mean(runs, &self.get)
     }
+}
+
+/// The mean of a figure over the runs that have it.
+pub fn mean(runs: &[&Run], get: impl Fn(&Run) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = runs.iter().filter_map(|r| get(r)).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// A table headed `scheduler`, `second`, the columns, `note`.
+fn table(second: &str, columns: &[Column]) -> Table {
+    let mut head = vec!["scheduler", second];
+    head.extend(columns.iter().map(|c| c.name.as_str()));
+    head.push("note");
+    Table::new(&head)
 }
 
 /// `value / base` as `0.93x`.
@@ -104,10 +117,7 @@ pub fn note(boot: &Boot, roster: &[Sched], i: usize) -> String {
 
 /// One row per scheduler: means, ratios to EEVDF (row 0), a note.
 pub fn summary(boot: &Boot, roster: &[Sched], columns: &[Column]) -> Table {
-    let mut head = vec!["scheduler".to_string(), "runs".to_string()];
-    head.extend(columns.iter().map(|c| c.name.clone()));
-    head.push("note".into());
-    let mut t = Table::new(&head.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut t = table("runs", columns);
     let base: Vec<Option<f64>> = columns
         .iter()
         .map(|c| c.mean(&valid_runs(boot, 0)))
@@ -132,10 +142,7 @@ pub fn summary(boot: &Boot, roster: &[Sched], columns: &[Column]) -> Table {
 
 /// One row per run, valid or not.
 pub fn every_run(boot: &Boot, roster: &[Sched], columns: &[Column]) -> Table {
-    let mut head = vec!["scheduler".to_string(), "run".to_string()];
-    head.extend(columns.iter().map(|c| c.name.clone()));
-    head.push("note".into());
-    let mut t = Table::new(&head.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut t = table("run", columns);
     for run in &boot.runs {
         let mut row = vec![roster[run.sched].label(), run.run.to_string()];
         row.extend(

@@ -166,11 +166,6 @@ impl Scenario {
         self.cache_model().map(|_| 3)
     }
 
-    /// Cache-model phases each run marks.
-    pub fn phases_per_run(self) -> usize {
-        usize::from(self.cache_model().is_some())
-    }
-
     pub fn default_runs(self) -> u32 {
         3
     }
@@ -316,11 +311,7 @@ impl Scenario {
             .enumerate()
             .map(|(i, g)| (cachesim::size_label(g), Some(i)))
             .collect();
-        let l1 = report
-            .config
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("l1="));
-        sizes.push((cachesim::size_label(l1.unwrap_or("")), None));
+        sizes.push((cachesim::size_label(report.level("l1").unwrap_or("")), None));
         let mut head = vec!["scheduler"];
         head.extend(sizes.iter().map(|(l, _)| l.as_str()));
         let mut table = Table::new(&head);
@@ -329,11 +320,7 @@ impl Scenario {
             let runs = render::valid_runs(boot, i);
             let means: Vec<Option<f64>> = sizes
                 .iter()
-                .map(|(_, idx)| {
-                    let idx = *idx;
-                    Column::new("", Unit::Share, false, move |r: &Run| miss_rate(r, idx))
-                        .mean(&runs)
-                })
+                .map(|(_, idx)| render::mean(&runs, |r| miss_rate(r, *idx)))
                 .collect();
             let mut row = vec![s.label()];
             row.extend(
@@ -418,14 +405,14 @@ mod tests {
         let s = Scenario::Sky1;
         assert_eq!(s.topology().cpus(), 4);
         assert_eq!(s.cache_model().unwrap().l1, "512K:16:1");
-        assert_eq!((s.icount_shift(), s.phases_per_run()), (Some(3), 1));
+        assert_eq!(s.icount_shift(), Some(3));
         assert!(s.timeout_s(7, 3, 4) > 7 * 3 * 4);
         assert_eq!(Scenario::Latency.cache_model(), None);
         assert_eq!(Scenario::Gangs4.workload(), ("gangs", Some(4)));
         assert_eq!(Scenario::Smt.workload(), ("smt", None));
         assert_eq!(Scenario::Smt.topology().cpus(), 4);
         assert!(Scenario::Gangs2.sky_args().contains("memory-bound"));
-        assert_eq!(Scenario::Overhead.phases_per_run(), 0);
+        assert_eq!(Scenario::Overhead.icount_shift(), None);
         for s in <Scenario as ValueEnum>::value_variants() {
             assert!(!s.columns(1.0, 4.0).is_empty() && !s.about_text().is_empty());
         }
