@@ -4,12 +4,20 @@
 # decided anew every run) with the tracepoint observer beside it, the same
 # for every scheduler.
 #
-#   EVAL_SCHEDS      how many schedulers; EVAL_SCHED_<i> is `eevdf`, `skip`
-#                    (not available: the host says why) or a sched_ext
-#                    scheduler's command line (word-split)
+#   EVAL_SCHEDS      how many schedulers; EVAL_SCHED_<i> is `eevdf`,
+#                    `pinned-all` or `pinned-partial` (EEVDF, the workload
+#                    pins its tasks: $pin), `skip` (not available: the
+#                    host says why) or a sched_ext scheduler's command line
+#                    (word-split)
 #   EVAL_RUNS        runs per scheduler
 #   EVAL_SECONDS     seconds per run
 #   EVAL_ARG         the scenario's parameter (gangs: how many)
+#   EVAL_NATIVE      set (cargo xtask eval --native): on a real machine;
+#                    count the PMU's cache references and misses around
+#                    every run, and never format a device
+#   EVAL_PVAS_DIR    where the pvas scenario puts its space (natively: a
+#                    DAX mount of persistent memory; required there)
+#                    instead of formatting and mounting the VM's NVDIMM
 #   $1               the scenario: workload function wl_<scenario> below
 #
 # Prints `eval-run sched=I run=R` before each run, its result lines as
@@ -58,10 +66,7 @@ wl_overhead() {
 
 # Tasks named for the class hints and the observers (links to sky-work:
 # a process is named at exec).
-mkdir -p /tmp/eval-bin
-for name in pm-writer cpu-idiv mb-a mb-b mb-c mb-d; do
-	ln -sf "$(command -v sky-work)" "/tmp/eval-bin/$name"
-done
+named_work /tmp/eval-bin pm-writer cpu-idiv mb-a mb-b mb-c mb-d
 
 # start NAME ARGS...: a named task in the background, its output kept.
 start() {
@@ -74,22 +79,49 @@ start() {
 started=0
 
 # Seed 000: two PM writers and two integer-division tasks on 2 cores x 2
-# threads, started PM, PM, compute, compute (a placement that ignores the
-# classes puts the two writers on one core).
+# threads, started PM, compute, PM, compute: a placement that spreads over
+# idle cores and ignores the classes puts the second writer beside the
+# first. Two generations per run, each started anew as new processes, so
+# the placement is decided twice a run.
 wl_smt() {
 	pids=
 	rm -f /tmp/eval-out.*
-	for k in 1 2; do
-		start pm-writer pm-write --file "/tmp/eval-pm-$k" --size-mb 64 --seconds "$secs"
-		sleep 0.1
+	half=$(awk "BEGIN { print $secs / 2 }")
+	for gen in 1 2; do
+		for k in 1 2; do
+			start pm-writer pm-write --file "/tmp/eval-pm-$k" --size-mb 64 --seconds "$half"
+			sleep 0.1
+			start cpu-idiv compute --kind idiv --seconds "$half"
+			sleep 0.1
+		done
+		# shellcheck disable=SC2086
+		wait $pids
+		pids=
 	done
-	for k in 1 2; do
-		start cpu-idiv compute --kind idiv --seconds "$secs"
-		sleep 0.1
-	done
-	# shellcheck disable=SC2086
-	wait $pids
 	cat /tmp/eval-out.*
+}
+
+# socket_cpus S: the CPUs of socket S, space-separated.
+socket_cpus() {
+	for d in /sys/devices/system/cpu/cpu[0-9]*; do
+		[ "$(cat "$d/topology/physical_package_id")" = "$1" ] && echo "${d##*cpu}"
+	done | sort -n | tr '\n' ' '
+}
+
+# gang_cpus K: `--cpus` for gang K's 3 walkers when $pin says where: all
+# in socket K mod 2, or partial (two there, the third on the other
+# socket); gangs sharing a socket start 3 CPUs apart.
+gang_cpus() {
+	[ -n "$pin" ] || return 0
+	o=$((3 * ($1 / 2)))
+	home=$(socket_cpus $(($1 % 2)))
+	away=$(socket_cpus $((($1 + 1) % 2)))
+	pick() { echo "$1" | awk -v o="$2" -v n="$3" \
+		'{ for (t = 0; t < n; t++) printf "%s%s", t ? "," : "", $((o + t) % NF + 1) }'; }
+	case $pin in
+	all) echo "--cpus $(pick "$home" "$o" 3)" ;;
+	partial) echo "--cpus $(pick "$home" "$o" 2),$(pick "$away" "$o" 1)" ;;
+	esac
 }
 
 # Seed 003: EVAL_ARG memory-bound gangs of 3 threads walking a shared 3 MiB
@@ -103,9 +135,12 @@ wl_gangs() {
 		start cpu-idiv compute --kind idiv --seconds "$secs"
 	done
 	sleep 0.2
+	k=0
 	for g in a b c d; do
-		[ "$(printf '%s' "$pids" | wc -w)" -ge "$((EVAL_ARG + 2))" ] && break
-		start "mb-$g" gang --threads 3 --mb 3 --seconds "$secs"
+		[ "$k" -ge "$EVAL_ARG" ] && break
+		# shellcheck disable=SC2046
+		start "mb-$g" gang --threads 3 --mb 3 --seconds "$secs" $(gang_cpus $k)
+		k=$((k + 1))
 		sleep 0.1
 	done
 	sleep 0.5
@@ -117,9 +152,45 @@ wl_gangs() {
 	cat /tmp/eval-out.*
 }
 
+# Seeds 004 and 002: sky_pvas's messaging and queue on the emulated NVDIMM
+# (mounted once, by prepare_pvas), the members placed by the scheduler.
+prepare_pvas() {
+	[ -n "$EVAL_PVAS_DIR" ] && return 0
+	if [ -n "$EVAL_NATIVE" ]; then
+		echo "eval.sh: natively the pvas scenario needs EVAL_PVAS_DIR (a DAX mount)"
+		return 1
+	fi
+	pmem_dax_mount /mnt/pmem
+}
+wl_pvas() {
+	dir=${EVAL_PVAS_DIR:-/mnt/pmem}/eval
+	mkdir -p "$dir"
+	sky-pvas-bench --eval "$dir"
+}
+
+# Natively (EVAL_NATIVE): the PMU's cache references and misses on all CPUs
+# while the workload runs, from perf stat (counting until SIGINT), summed
+# over PMUs (hybrid CPUs list one line per core type).
+start_perf() {
+	perf stat -a -x, -o /tmp/eval-perf.csv -e cache-references,cache-misses &
+	PERF_PID=$!
+	sleep 0.2
+}
+stop_perf() {
+	kill -INT "$PERF_PID"
+	wait "$PERF_PID"
+	awk -F, '$3 ~ /cache-references/ { r += $1 } $3 ~ /cache-misses/ { m += $1 }
+		END { print "result perf=cache cache_references=" r + 0 " cache_misses=" m + 0 }' \
+		/tmp/eval-perf.csv
+}
+
 if ! type "wl_$scenario" >/dev/null 2>&1; then
 	echo "eval.sh: no scenario $scenario"
 	exit 2
+fi
+if type "prepare_$scenario" >/dev/null 2>&1 && ! "prepare_$scenario"; then
+	echo "eval.sh: the $scenario scenario's set-up failed"
+	exit 1
 fi
 echo "eval-header scenario=$scenario date=$(date -u +%Y-%m-%d) kernel=$(uname -r)" \
 	"cpus=$cpus runs=$runs seconds=$secs"
@@ -132,6 +203,13 @@ tag() {
 i=0
 while [ "$i" -lt "${EVAL_SCHEDS:-1}" ]; do
 	eval "cmd=\$EVAL_SCHED_$i"
+	pin=
+	case $cmd in
+	pinned-*)
+		pin=${cmd#pinned-}
+		cmd=eevdf
+		;;
+	esac
 	if [ "$cmd" = skip ]; then
 		echo "eval-sched sched=$i started=0 skipped=1"
 		i=$((i + 1))
@@ -154,8 +232,10 @@ while [ "$i" -lt "${EVAL_SCHEDS:-1}" ]; do
 	run=1
 	while [ "$run" -le "$runs" ]; do
 		echo "eval-run sched=$i run=$run"
-		start_trace
+		start_trace || echo "result failed=observer-start" | tag "$i" "$run"
+		[ -n "$EVAL_NATIVE" ] && start_perf
 		out=$("wl_$scenario" "$run" 2>&1)
+		[ -n "$EVAL_NATIVE" ] && stop_perf | tag "$i" "$run"
 		echo "$out" | grep -v '^result ' | head -n 20
 		echo "$out" | grep '^result ' | tag "$i" "$run"
 		[ "$cmd" = eevdf ] || echo "result state=$(state)" | tag "$i" "$run"

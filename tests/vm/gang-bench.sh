@@ -24,10 +24,8 @@
 secs=${1:-10}
 mb=${GANG_BENCH_MB:-8}
 out=/tmp/gang-bench-out
-mkdir -p "$out" /tmp/gang-bin
-for g in a b c d; do
-	ln -sf "$(command -v sky-work)" "/tmp/gang-bin/mb-$g"
-done
+mkdir -p "$out"
+named_work /tmp/gang-bin mb-a mb-b mb-c mb-d
 
 # expand LIST: "0-3,8" -> "0 1 2 3 8"
 expand() {

@@ -19,11 +19,7 @@ rounds=${1:-5}
 gangs=${2:-2}
 form=${4:-process}
 
-mkdir -p /tmp/gang-bin
-for g in a b c d e f; do
-	ln -sf "$(command -v sky-work)" "/tmp/gang-bin/mb-$g"
-done
-ln -sf "$(command -v sky-work)" /tmp/gang-bin/cpu-idiv
+named_work /tmp/gang-bin mb-a mb-b mb-c mb-d mb-e mb-f cpu-idiv
 
 # gang_for NAME N: N gangs named NAME one after another, ~2 s each.
 gang_for() {

@@ -147,14 +147,34 @@ disable_reasons() {
 		tr ' \n' '-,' | sed 's/,$//'
 }
 
-# start_trace: start the tracepoint observer (sky-work trace-waits), which
-# sees every wait of every task whatever the scheduler, and wait until it
-# traces (at most 10 s). stop_trace: stop it, print its result lines and
-# `check trace_exit=` (non-zero if it failed or lost events).
+# named_work DIR NAME...: DIR/NAME links to sky-work, so a task started
+# as DIR/NAME is named NAME (a process is named at exec): the observers and
+# scx_sky's class rules go by name.
+named_work() {
+	dir=$1
+	shift
+	mkdir -p "$dir"
+	for n in "$@"; do
+		ln -sf "$(command -v sky-work)" "$dir/$n"
+	done
+}
+
+# start_trace [ARGS]: start the tracepoint observer (sky-work trace-waits
+# ARGS), which sees every wait of every task whatever the scheduler, and
+# wait until it traces (at most 30 s; fails, saying so, if it does not: a
+# workload started before that would be partly unseen). stop_trace: stop
+# it, print its result lines and `check trace_exit=` (non-zero if it
+# failed or lost events).
 start_trace() {
-	sky-work trace-waits >/tmp/trace.out 2>/tmp/trace.err &
+	# Emptied here, not only by the background job's redirection: that
+	# runs in the child, maybe after wait_line has already found the last
+	# trace's line in the old file, and the workload would start unseen.
+	: >/tmp/trace.err
+	sky-work trace-waits "$@" >/tmp/trace.out 2>/tmp/trace.err &
 	TRACE_PID=$!
-	wait_line /tmp/trace.err 'tracing scheduler events' "$TRACE_PID" 100 || true
+	wait_line /tmp/trace.err 'tracing scheduler events' "$TRACE_PID" 300 && return 0
+	echo "check trace_started=0"
+	return 1
 }
 
 # trace_mark TEXT: a line in the trace (the observer reads sky-hotplug-begin

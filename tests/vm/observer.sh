@@ -8,10 +8,10 @@
 
 # observe SCHED: one run, its kernel and observer lines tagged.
 observe() {
-	sky-work trace-waits --tasks obs-check >/tmp/trace.out 2>/tmp/trace.err &
-	TRACE_PID=$!
-	wait_line /tmp/trace.err 'tracing scheduler events' "$TRACE_PID" 100 || return 1
+	start_trace --tasks obs-check || return 1
 	rm -f /tmp/obs.release
+	# Emptied first: the last run's `ready` must not count for this one.
+	: >/tmp/obs.out
 	sky-work observer-check --procs 6 --seconds 3 --hold /tmp/obs.release >/tmp/obs.out 2>&1 &
 	obs=$!
 	if ! wait_line /tmp/obs.out 'obs-check ready' "$obs" 900; then

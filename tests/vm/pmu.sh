@@ -20,7 +20,7 @@ start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' \
 	--record-counters /tmp/counters.csv || exit 1
 sky-work pm-write --file /tmp/pm --size-mb 8 --seconds 3 >/dev/null &
 pm=$!
-ln -sf "$(command -v sky-work)" /tmp/mb-x
+named_work /tmp mb-x
 /tmp/mb-x gang --threads 3 --mb 4 --seconds 4 >/dev/null &
 gang=$!
 sky-work compute --kind idiv --seconds 3 >/dev/null

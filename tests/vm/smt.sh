@@ -16,9 +16,7 @@
 rounds=${1:-10}
 each=$(($(nproc) / 2))
 
-mkdir -p /tmp/smt-bin
-ln -sf "$(command -v sky-work)" /tmp/smt-bin/pm-writer
-ln -sf "$(command -v sky-work)" /tmp/smt-bin/cpu-idiv
+named_work /tmp/smt-bin pm-writer cpu-idiv
 
 # run_for KIND N: N processes of KIND one after another, ~1 s each.
 run_for() {

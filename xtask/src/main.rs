@@ -303,26 +303,9 @@ fn dispatch(cmd: Cmd) -> Result<()> {
     }
 }
 
-/// Runs a scenario command on this machine, as the VM would: in tests/vm,
-/// with the release binaries first on PATH.
+/// Runs a scenario command on this machine, as the VM would.
 fn run_native(cmd: &str) -> Result<i32> {
-    if !vm::host_has_sched_ext() {
-        bail!("this kernel has no sched_ext (/sys/kernel/sched_ext is missing): drop --native");
-    }
-    let bin_dir = xtask::paths::release_bin("scx_sky")?
-        .parent()
-        .context("release directory")?
-        .to_path_buf();
-    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))?;
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(workspace_root().join("tests/vm"))
-        .env("PATH", path)
-        .status()
-        .context("starting sh")?;
+    let status = vm::native_command(cmd)?.status().context("starting sh")?;
     Ok(status.code().unwrap_or(1))
 }
 
@@ -425,6 +408,7 @@ fn test() -> Result<()> {
         update_docs: false,
         strict: true,
         kernel_version: None,
+        native: false,
     })?;
     // The VM tests boot the newest kernel; the smoke on the oldest one with
     // sched_ext keeps scx_sky loading on every kernel in between.

@@ -352,6 +352,27 @@ pub fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// `sh -c CMD` to run a scenario on this machine as the VM would: in
+/// tests/vm, with the release binaries first on PATH.
+pub fn native_command(cmd: &str) -> Result<Command> {
+    if !host_has_sched_ext() {
+        bail!("this kernel has no sched_ext (/sys/kernel/sched_ext is missing): drop --native");
+    }
+    let bin_dir = crate::paths::release_bin("scx_sky")?
+        .parent()
+        .context("release directory")?
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))?;
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(crate::paths::workspace_root().join("tests/vm"))
+        .env("PATH", path);
+    Ok(c)
+}
+
 /// True when this machine's kernel can run sched_ext schedulers itself.
 pub fn host_has_sched_ext() -> bool {
     Path::new("/sys/kernel/sched_ext").exists()

@@ -39,16 +39,26 @@ impl Run {
         report::number(f, key).ok()
     }
 
-    /// The sum of `key` over every result line of workload `name` (one per
-    /// task of that kind).
-    pub fn sum(&self, name: &str, key: &str) -> Option<f64> {
-        let v: Vec<f64> = self
-            .lines
+    /// `key` of every result line of workload `name` (one per task of
+    /// that kind).
+    fn values(&self, name: &str, key: &str) -> Vec<f64> {
+        self.lines
             .iter()
             .filter(|f| f.get("workload").map(String::as_str) == Some(name))
             .filter_map(|f| report::number(f, key).ok())
-            .collect();
+            .collect()
+    }
+
+    /// The sum of `key` over the tasks of workload `name`.
+    pub fn sum(&self, name: &str, key: &str) -> Option<f64> {
+        let v = self.values(name, key);
         (!v.is_empty()).then(|| v.iter().sum())
+    }
+
+    /// The mean of `key` over the tasks of workload `name`.
+    pub fn mean(&self, name: &str, key: &str) -> Option<f64> {
+        let v = self.values(name, key);
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     }
 
     /// The workload's own result line (`workload=NAME`).

@@ -7,6 +7,7 @@
 //! unless `--strict`.
 
 pub mod figures;
+pub mod native;
 pub mod plot;
 pub mod render;
 pub mod roster;
@@ -55,8 +56,13 @@ pub struct EvalArgs {
     #[arg(long)]
     pub strict: bool,
     /// Boot this Debian kernel: an exact version or a series such as 6.16.
-    #[arg(long, value_name = "VER")]
+    #[arg(long, value_name = "VER", conflicts_with = "native")]
     pub kernel_version: Option<String>,
+    /// Run on this machine instead of in a VM: real hardware with a
+    /// sched_ext kernel, as root. No cache model: the PMU's cache misses
+    /// (perf stat) fill the miss-rate columns.
+    #[arg(long)]
+    pub native: bool,
 }
 
 impl EvalArgs {
@@ -70,7 +76,8 @@ impl EvalArgs {
 }
 
 /// The guest command: the roster as environment variables, then eval.sh.
-fn command(scenario: Scenario, roster: &[Sched], runs: u32, seconds: u32) -> String {
+/// Natively the anchors run from the cache, not from the guest's /usr/bin.
+fn command(scenario: Scenario, roster: &[Sched], runs: u32, seconds: u32, native: bool) -> String {
     let (workload, arg) = scenario.workload();
     let mut cmd = format!(
         "EVAL_SCHEDS={} EVAL_RUNS={runs} EVAL_SECONDS={seconds}",
@@ -82,6 +89,10 @@ fn command(scenario: Scenario, roster: &[Sched], runs: u32, seconds: u32) -> Str
     for (i, s) in roster.iter().enumerate() {
         let c = match (&s.unavailable, &s.kind) {
             (Some(_), _) => "skip".to_string(),
+            (None, Kind::Anchor(_)) if native => s
+                .binary
+                .as_ref()
+                .map_or("skip".into(), |b| b.display().to_string()),
             (None, Kind::Sky(_)) if !scenario.sky_args().is_empty() => {
                 format!("{} {}", s.guest_command(), scenario.sky_args())
             }
@@ -129,6 +140,7 @@ fn run_scenario(
     roster: &[Sched],
     dir: &Path,
 ) -> Result<String> {
+    let roster = &roster::with_references(roster, scenario.references());
     let runs = args.runs.unwrap_or(scenario.default_runs());
     let seconds = args.seconds.unwrap_or(scenario.default_seconds());
     let cfg = VmConfig {
@@ -138,15 +150,25 @@ fn run_scenario(
         extra_binaries: roster::guest_binaries(roster),
         cache_model: scenario.cache_model(),
         icount_shift: scenario.icount_shift(),
+        pmem_mb: scenario.pmem_mb(),
         ..VmConfig::default()
     };
+    let machine = if args.native {
+        "this machine".to_string()
+    } else {
+        cfg.topology.to_string()
+    };
     eprintln!(
-        "xtask: eval {}: {} schedulers x {runs} runs of {seconds} s on {}",
+        "xtask: eval {}: {} schedulers x {runs} runs of {seconds} s on {machine}",
         scenario.name(),
         roster.len(),
-        cfg.topology
     );
-    let out = vm::run(&cfg, &command(scenario, roster, runs, seconds))?;
+    let cmd = command(scenario, roster, runs, seconds, args.native);
+    let out = if args.native {
+        native::run(&cmd)?
+    } else {
+        vm::run(&cfg, &cmd)?
+    };
     fs::write(
         dir.join(format!("{}-console.txt", scenario.name())),
         &out.output,
@@ -171,10 +193,15 @@ fn run_scenario(
         h.get("date").map_or("?", String::as_str),
         h.get("kernel").map_or("?", String::as_str),
         h.get("cpus").map_or("?", String::as_str),
-        cfg.topology,
+        machine,
         runs,
         seconds,
         match &cfg.cache_model {
+            _ if args.native => {
+                "natively; miss rates from the PMU (cache-misses over cache-references, \
+                 all CPUs)"
+                    .into()
+            }
             Some(m) => format!(
                 "cache model {m}{}",
                 cfg.icount_shift
@@ -183,7 +210,7 @@ fn run_scenario(
             None => "no cache model".into(),
         }
     );
-    md += &format!("\n{}\n", scenario.about_text());
+    md += &format!("\n{}\n\n", scenario.about_text());
     md += &scenario.report(&boot, roster, cache.as_ref(), dir)?;
     Ok(md)
 }
@@ -311,6 +338,10 @@ mod tests {
             (&["--sched", "cfs"], "cfs"),
             (&["--runs", "0"], "--runs"),
             (&["--seconds", "0"], "--seconds"),
+            (
+                &["--native", "--kernel-version", "6.12"],
+                "--kernel-version",
+            ),
         ] {
             let err = parse(args).map(|_| ()).expect_err("accepted").to_string();
             assert!(err.contains(name), "{args:?}: {err}");
@@ -320,7 +351,7 @@ mod tests {
     #[test]
     fn the_guest_command_keeps_the_roster_in_order() {
         let roster = roster::roster(&[Kind::Sky("sky1"), Kind::Sky("vtime")], None);
-        let cmd = command(Scenario::Sky1, &roster, 2, 3);
+        let cmd = command(Scenario::Sky1, &roster, 2, 3, false);
         assert_eq!(
             cmd,
             "EVAL_SCHEDS=3 EVAL_RUNS=2 EVAL_SECONDS=3 EVAL_SCHED_0='eevdf' \
@@ -328,8 +359,8 @@ mod tests {
              EVAL_SCHED_2='scx_sky -p vtime --stats-interval 0' sh ./eval.sh sky1"
         );
         let skipped = roster::roster(&[], Some("test"));
-        assert!(command(Scenario::Sky1, &skipped, 1, 1).contains("EVAL_SCHED_1='skip'"));
-        let gangs = command(Scenario::Gangs4, &roster, 1, 1);
+        assert!(command(Scenario::Sky1, &skipped, 1, 1, false).contains("EVAL_SCHED_1='skip'"));
+        let gangs = command(Scenario::Gangs4, &roster, 1, 1, false);
         assert!(gangs.contains(" EVAL_ARG=4 "), "{gangs}");
         assert!(
             gangs.contains("--stats-interval 0 --class mb-*=memory-bound'"),

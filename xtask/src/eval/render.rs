@@ -19,6 +19,10 @@ pub enum Unit {
     Ns,
     /// A rate per second.
     PerSec,
+    /// Gigabytes per second.
+    GBps,
+    /// A ratio of two figures of the same run.
+    Factor,
 }
 
 impl Unit {
@@ -29,6 +33,8 @@ impl Unit {
             Unit::Ns => format!("{v:.0} ns"),
             Unit::PerSec if v >= 100.0 => format!("{v:.0}/s"),
             Unit::PerSec => format!("{v:.1}/s"),
+            Unit::GBps => format!("{v:.3} GB/s"),
+            Unit::Factor => format!("{v:.2}x"),
         }
     }
 }

@@ -13,6 +13,9 @@ pub const SKY_PRESETS: [&str; 3] = ["sky1", "sky1-strict", "vtime"];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     Eevdf,
+    /// EEVDF with the workload's placement set by hand (`all`, `partial`):
+    /// a scenario's reference rows.
+    Pinned(&'static str),
     Anchor(Anchor),
     Sky(&'static str),
 }
@@ -39,6 +42,7 @@ impl Sched {
     pub fn label(&self) -> String {
         match &self.kind {
             Kind::Eevdf => "EEVDF".into(),
+            Kind::Pinned(p) => format!("EEVDF, gangs pinned {}", capitalised(p)),
             Kind::Anchor(a) => format!("{} {}", a.name, a.version),
             Kind::Sky(p) => format!("scx_sky -p {p}"),
         }
@@ -48,17 +52,20 @@ impl Sched {
     pub fn key(&self) -> String {
         match &self.kind {
             Kind::Eevdf => "eevdf".into(),
+            Kind::Pinned(p) => format!("pinned-{p}"),
             Kind::Anchor(a) => a.name.trim_start_matches("scx_").into(),
             Kind::Sky(p) => format!("sky-{p}"),
         }
     }
 
-    /// What the guest runs: `eevdf`, or the scheduler's command line.
+    /// What the guest runs: `eevdf`, `pinned-PLACEMENT` (EEVDF, the
+    /// workload pins), or the scheduler's command line.
     /// Stats go to the log once a second at most; the runs judge the
     /// kernel's view, not the scheduler's.
     pub fn guest_command(&self) -> String {
         match &self.kind {
             Kind::Eevdf => "eevdf".into(),
+            Kind::Pinned(p) => format!("pinned-{p}"),
             Kind::Anchor(a) => a.guest_path().display().to_string(),
             Kind::Sky(p) => format!("scx_sky -p {p} --stats-interval 0"),
         }
@@ -112,6 +119,20 @@ pub fn roster(chosen: &[Kind], skip_anchors: Option<&str>) -> Vec<Sched> {
     out
 }
 
+/// `roster` with a scenario's reference rows right after EEVDF.
+pub fn with_references(roster: &[Sched], references: &[Kind]) -> Vec<Sched> {
+    let mut out = roster[..1].to_vec();
+    out.extend(references.iter().cloned().map(Sched::new));
+    out.extend(roster[1..].iter().cloned());
+    out
+}
+
+fn capitalised(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 /// The binaries the guest needs besides the project's: (host, guest).
 pub fn guest_binaries(roster: &[Sched]) -> Vec<(PathBuf, PathBuf)> {
     roster
@@ -152,5 +173,17 @@ mod tests {
         assert_eq!(sky.label(), "scx_sky -p sky1");
         let two = roster(&[Kind::Sky("vtime"), Kind::Sky("vtime")], None);
         assert_eq!(two.len(), 2, "EEVDF and vtime once");
+        let refs = with_references(&two, &[Kind::Pinned("all"), Kind::Pinned("partial")]);
+        let labels: Vec<String> = refs.iter().map(Sched::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "EEVDF",
+                "EEVDF, gangs pinned All",
+                "EEVDF, gangs pinned Partial",
+                "scx_sky -p vtime"
+            ]
+        );
+        assert_eq!(refs[2].guest_command(), "pinned-partial");
     }
 }

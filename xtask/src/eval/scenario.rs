@@ -5,7 +5,7 @@
 use super::figures::{Boot, Run};
 use super::plot;
 use super::render::{self, Column, Unit};
-use super::roster::Sched;
+use super::roster::{Kind, Sched};
 use crate::cachesim::{self, CacheModel};
 use crate::markdown::Table;
 use crate::vm::CpuTopology;
@@ -36,6 +36,10 @@ pub enum Scenario {
     Gangs2,
     /// The same with four gangs: more gangs than sockets.
     Gangs4,
+    /// Seeds 004 and 002 on sky_pvas: one-copy against two-copy messaging
+    /// and the persistent queue's push against pull, the two members
+    /// placed by the scheduler, on emulated persistent memory (DAX).
+    Pvas,
 }
 
 impl Scenario {
@@ -48,6 +52,7 @@ impl Scenario {
             Scenario::Gangs1 => "gangs1",
             Scenario::Gangs2 => "gangs2",
             Scenario::Gangs4 => "gangs4",
+            Scenario::Pvas => "pvas",
         }
     }
 
@@ -69,6 +74,23 @@ impl Scenario {
             Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => "--class mb-*=memory-bound",
             _ => "",
         }
+    }
+
+    /// Rows measured under EEVDF with a placement set by hand, as the
+    /// seed's own comparison: gangs pinned All in one socket, or Partial
+    /// (two walkers on one socket, the third on the other).
+    pub fn references(self) -> &'static [Kind] {
+        match self {
+            Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => {
+                &[Kind::Pinned("all"), Kind::Pinned("partial")]
+            }
+            _ => &[],
+        }
+    }
+
+    /// Emulated persistent memory the scenario's boot needs, in MiB.
+    pub fn pmem_mb(self) -> Option<u32> {
+        (self == Scenario::Pvas).then_some(1024)
     }
 
     /// How to read the scenario's tables.
@@ -108,8 +130,9 @@ impl Scenario {
             Scenario::Smt => {
                 "Seed 000's placements: two persistent-memory writers (random 256-byte writes, \
                  each flushed and fenced; DRAM here) and two integer-division tasks on 2 cores \
-                 x 2 SMT threads, started writer, writer, compute, compute. *SMT cross share*: \
-                 of the time a writer ran with a busy sibling, the share that sibling ran a \
+                 x 2 SMT threads, started writer, compute, writer, compute (filling idle cores \
+                 first leaves the second writer's sibling to chance), twice a run as new \
+                 processes. *SMT cross share*: of the time a writer ran with a busy sibling, the share that sibling ran a \
                  compute task (the observer; 1.0 is the paper's smt-cross, 0 smt-parallel). \
                  scx_sky is told the classes by name (`--class pm-writer=pm-writer --class \
                  'cpu-*=compute'`); the anchors have no such input. TCG models no SMT \
@@ -125,7 +148,23 @@ impl Scenario {
                  from the observer); *LLC miss rate*: the cache model's user-space LLC misses \
                  over LLC accesses (L1 32 KiB and L2 512 KiB per core, LLC 4 MiB per socket), \
                  the paper's All-versus-Partial share turned into misses. scx_sky is told \
-                 `--class 'mb-*=memory-bound'`; the anchors have no such input."
+                 `--class 'mb-*=memory-bound'`; the anchors have no such input. The rows \
+                 *EEVDF, gangs pinned All* and *Partial* are the seed's own comparison: \
+                 under EEVDF, each gang's walkers pinned to CPUs of one socket, or two on \
+                 one socket and the third on the other (the compute tasks free)."
+            }
+            Scenario::Pvas => {
+                "Seeds 004 and 002 on sky_pvas (`sky-pvas-bench --eval`), on the emulated \
+                 NVDIMM as fsdax with ext4 mounted `-o dax`: two members of one space \
+                 ping-pong messages, interleaved by size, one-copy split (both copy, what \
+                 `CopyBy::Auto` does) against a two-copy shared-memory ring; then the \
+                 persistent queue (4 entries), the receiver computing a matrix product \
+                 between dequeues, pushed against pulled. The members are not pinned: where \
+                 the scheduler puts them is what is judged (two spinning members on one CPU \
+                 wait out time slices). *GB/s*: bytes over the whole time of the messages \
+                 (not a percentile: slice waits count); *one-copy / ring* and *pull / push*: \
+                 within each run; *wake p99*: the members' (observer). The paper's \
+                 one-copy gain needs real memory bandwidth; TCG copies at a few GB/s."
             }
         }
     }
@@ -174,9 +213,14 @@ impl Scenario {
         4
     }
 
-    /// Guest seconds one run takes beyond its workload (observer, start).
+    /// Guest seconds one run takes beyond its workload (observer, start;
+    /// pvas: the benchmark's fixed work, ~0.4 s natively, ~40x in TCG).
     fn overhead_s(self) -> u64 {
-        20
+        if self == Scenario::Pvas {
+            60
+        } else {
+            20
+        }
     }
 
     /// A bound on the boot's wall time only a hang exceeds.
@@ -228,11 +272,11 @@ impl Scenario {
                 Column::new("SMT cross share", Unit::Share, false, |r: &Run| {
                     r.first("paired")
                 }),
-                Column::new("PM writes", Unit::PerSec, true, |r: &Run| {
-                    r.sum("pm-write", "writes_per_s")
+                Column::new("PM writes per writer", Unit::PerSec, true, |r: &Run| {
+                    r.mean("pm-write", "writes_per_s")
                 }),
-                Column::new("compute", Unit::PerSec, true, |r: &Run| {
-                    r.sum("compute", "rounds_per_s")
+                Column::new("compute per task", Unit::PerSec, true, |r: &Run| {
+                    r.mean("compute", "rounds_per_s")
                 }),
             ],
             Scenario::Gangs1 | Scenario::Gangs2 | Scenario::Gangs4 => vec![
@@ -246,13 +290,51 @@ impl Scenario {
                     r.first("dirty_share")
                 }),
                 Column::new("LLC miss rate", Unit::Share, true, |r: &Run| {
-                    let c = r.cache.as_ref()?.total(|_| true, true);
+                    let Some(cache) = &r.cache else {
+                        return pmu_miss_rate(r);
+                    };
+                    let c = cache.total(|_| true, true);
                     cachesim::rate(c.llc_misses, c.l2_misses)
                 }),
                 Column::new("gang loads", Unit::PerSec, true, |r: &Run| {
                     r.sum("gang", "loads_per_s")
                 }),
             ],
+            Scenario::Pvas => {
+                let mut cols = Vec::new();
+                for (size, label) in PVAS_SIZES {
+                    let msg = move |r: &Run, key: &str| {
+                        r.number(&[("workload", "pvas-msg"), ("size", size)], key)
+                    };
+                    pvas_pair(
+                        &mut cols,
+                        [
+                            format!("one-copy {label}"),
+                            format!("one-copy / ring {label}"),
+                        ],
+                        msg,
+                        ["one_copy_gbps", "one_copy_gbps", "ring_gbps"],
+                    );
+                }
+                for (size, label) in PVAS_SIZES {
+                    let queue = move |r: &Run, mode: &str| {
+                        r.number(
+                            &[("workload", "pvas-queue"), ("mode", mode), ("size", size)],
+                            "gbps",
+                        )
+                    };
+                    pvas_pair(
+                        &mut cols,
+                        [format!("push {label}"), format!("pull / push {label}")],
+                        queue,
+                        ["push", "pull", "push"],
+                    );
+                }
+                cols.push(Column::new("wake p99", Unit::Us, false, |r: &Run| {
+                    r.placement("sky-pvas-bench", "wake_p99_us")
+                }));
+                cols
+            }
             Scenario::Overhead => vec![
                 Column::new("round trips", Unit::PerSec, true, |r: &Run| {
                     r.workload("pingpong", "round_trips_per_s")
@@ -386,9 +468,43 @@ impl Scenario {
     }
 }
 
-/// The run's user-space data miss rate: at L1, or at sweep size `sweep`.
+/// sky-pvas-bench --eval's message sizes, as its lines say them.
+const PVAS_SIZES: [(&str, &str); 2] = [("65536", "64 KiB"), ("1048576", "1 MiB")];
+
+/// Two pvas columns: a throughput (`get` of keys[0]) with its ratio to
+/// EEVDF's, and a ratio of two figures of the same run (keys[1] over
+/// keys[2]).
+fn pvas_pair(
+    cols: &mut Vec<Column>,
+    names: [String; 2],
+    get: impl Fn(&Run, &str) -> Option<f64> + Copy + 'static,
+    keys: [&'static str; 3],
+) {
+    cols.push(Column::new(&names[0], Unit::GBps, true, move |r: &Run| {
+        get(r, keys[0])
+    }));
+    cols.push(Column::new(
+        &names[1],
+        Unit::Factor,
+        false,
+        move |r: &Run| render::ratio(get(r, keys[1])?, get(r, keys[2])),
+    ));
+}
+
+/// Natively (`--native`), the PMU's: cache misses over cache references
+/// of all CPUs during the run (`result perf ...`, eval.sh).
+fn pmu_miss_rate(r: &Run) -> Option<f64> {
+    let refs = r.number(&[("perf", "cache")], "cache_references")?;
+    (refs > 0.0).then_some(r.number(&[("perf", "cache")], "cache_misses")? / refs)
+}
+
+/// The run's user-space data miss rate: at L1, or at sweep size `sweep`;
+/// natively the PMU's.
 fn miss_rate(r: &Run, sweep: Option<usize>) -> Option<f64> {
-    let c = r.cache.as_ref()?.total(|_| true, true);
+    let Some(cache) = &r.cache else {
+        return sweep.is_none().then(|| pmu_miss_rate(r)).flatten();
+    };
+    let c = cache.total(|_| true, true);
     let misses = match sweep {
         None => c.l1_misses,
         Some(i) => *c.sweep_misses.get(i)?,
@@ -413,8 +529,59 @@ mod tests {
         assert_eq!(Scenario::Smt.topology().cpus(), 4);
         assert!(Scenario::Gangs2.sky_args().contains("memory-bound"));
         assert_eq!(Scenario::Overhead.icount_shift(), None);
+        assert_eq!(Scenario::Pvas.pmem_mb(), Some(1024));
+        assert_eq!(Scenario::Gangs1.references().len(), 2);
+        assert!(Scenario::Sky1.references().is_empty());
         for s in <Scenario as ValueEnum>::value_variants() {
             assert!(!s.columns(1.0, 4.0).is_empty() && !s.about_text().is_empty());
         }
+    }
+
+    /// The figure of column `name` in the one run of `console`.
+    fn figure(s: Scenario, console: &str, name: &str) -> Option<f64> {
+        let boot = super::super::figures::parse(console, 1, None).unwrap();
+        let col = s.columns(4.0, 8.0).into_iter().find(|c| c.name == name);
+        (col.expect("a column of that name").get)(&boot.runs[0])
+    }
+
+    #[test]
+    fn pvas_ratios_are_within_one_run() {
+        let console = "eval-header scenario=pvas seconds=4 cpus=8\n\
+            eval-run sched=0 run=1\n\
+            result sched=0 run=1 workload=pvas-msg size=65536 one_copy_gbps=1.5 ring_gbps=0.5\n\
+            result sched=0 run=1 workload=pvas-msg size=1048576 one_copy_gbps=2 ring_gbps=4\n\
+            result sched=0 run=1 workload=pvas-queue mode=push size=65536 gbps=0.2\n\
+            result sched=0 run=1 workload=pvas-queue mode=pull size=65536 gbps=0.3\n";
+        let s = Scenario::Pvas;
+        assert_eq!(figure(s, console, "one-copy 64 KiB"), Some(1.5));
+        assert_eq!(figure(s, console, "one-copy / ring 64 KiB"), Some(3.0));
+        assert_eq!(figure(s, console, "one-copy / ring 1 MiB"), Some(0.5));
+        let pull = figure(s, console, "pull / push 64 KiB").unwrap();
+        assert!((pull - 1.5).abs() < 1e-9, "{pull}");
+        assert_eq!(
+            figure(s, console, "pull / push 1 MiB"),
+            None,
+            "no queue lines"
+        );
+    }
+
+    #[test]
+    fn natively_the_miss_rates_are_the_pmus() {
+        let console = "eval-header scenario=gangs seconds=4 cpus=8\n\
+            eval-run sched=0 run=1\n\
+            result sched=0 run=1 perf=cache cache_references=400 cache_misses=100\n";
+        assert_eq!(
+            figure(Scenario::Gangs2, console, "LLC miss rate"),
+            Some(0.25)
+        );
+        assert_eq!(
+            figure(Scenario::Sky1, console, "miss rate (512 KB)"),
+            Some(0.25)
+        );
+        let unsupported = console.replace("=400", "=0").replace("=100", "=0");
+        assert_eq!(
+            figure(Scenario::Gangs2, &unsupported, "LLC miss rate"),
+            None
+        );
     }
 }

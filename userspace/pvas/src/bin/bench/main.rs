@@ -8,6 +8,12 @@
 //! process_vm_writev; then push vs pull queue throughput with the
 //! receiver computing between dequeues. A benchmark, not a test: it
 //! prints tables. The peer is this binary re-executed.
+//!
+//! `--eval [DIR]` is the evaluation's slice (`cargo xtask eval --scenario
+//! pvas`): one-copy split against the ring at 64 KiB and 1 MiB, and push
+//! against pull, with the members left where the scheduler puts them (not
+//! pinned: that placement is what is judged), as `result` lines of mean
+//! throughput.
 
 mod report;
 mod transports;
@@ -51,12 +57,61 @@ fn other_rounds(size: usize) -> usize {
     ((128usize << 20) / size.max(1)).clamp(5, 2000)
 }
 
+/// What a run measures: the whole benchmark, or the evaluation's slice.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    Full,
+    Eval,
+}
+
+impl Plan {
+    fn name(self) -> &'static str {
+        match self {
+            Plan::Full => "full",
+            Plan::Eval => "eval",
+        }
+    }
+
+    fn parse(name: &str) -> Res<Plan> {
+        [Plan::Full, Plan::Eval]
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| anyhow::anyhow!("unknown plan {name:?}"))
+    }
+
+    /// Sizes of the queue table (a subset of QUEUE_SIZES: the slots).
+    fn queue_sizes(self) -> &'static [usize] {
+        match self {
+            Plan::Full => &QUEUE_SIZES,
+            Plan::Eval => &QUEUE_SIZES[1..3],
+        }
+    }
+
+    fn queue_messages(self, size: usize) -> usize {
+        match self {
+            Plan::Full => ((64usize << 20) / size).clamp(16, 2000),
+            Plan::Eval => ((16usize << 20) / size).clamp(16, 500),
+        }
+    }
+
+    /// The largest message: buffers are this big.
+    fn max_size(self) -> usize {
+        match self {
+            Plan::Full => MAX_SIZE,
+            Plan::Eval => EVAL_SIZES[1],
+        }
+    }
+}
+
+/// The evaluation's message sizes: one in every cache, one beyond L2.
+const EVAL_SIZES: [usize; 2] = [64 << 10, 1 << 20];
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let result = if args.get(1).map(String::as_str) == Some("--peer") {
-        peer(&args[2..])
-    } else {
-        parent(&args[1..])
+    let result = match args.get(1).map(String::as_str) {
+        Some("--peer") => peer(&args[2..]),
+        Some("--eval") => parent(Plan::Eval, &args[2..]),
+        _ => parent(Plan::Full, &args[1..]),
     };
     if let Err(e) = result {
         eprintln!("sky-pvas-bench: error: {e:#}");
@@ -120,7 +175,7 @@ struct Step {
     warm_up: bool,
 }
 
-fn schedule() -> Vec<Step> {
+fn schedule(plan: Plan) -> Vec<Step> {
     let mut steps = Vec::new();
     let mut interleave = |transports: &[Transport], size: usize, rounds: usize| {
         for block in 0..BLOCKS {
@@ -135,6 +190,16 @@ fn schedule() -> Vec<Step> {
         }
     };
     use Transport::*;
+    if plan == Plan::Eval {
+        for size in EVAL_SIZES {
+            interleave(
+                &[Split, Ring],
+                size,
+                ((64usize << 20) / size).clamp(8, 1000),
+            );
+        }
+        return steps;
+    }
     interleave(&[Eager, Sender, CtsLate, Split, Ring], 8, HANDSHAKE_ROUNDS);
     interleave(&[EagerAsleep], 8, ASLEEP_ROUNDS);
     for size in bw_sizes().into_iter().skip(1) {
@@ -221,8 +286,9 @@ fn peer(args: &[String]) -> Res<()> {
     if let Some(cpu) = args.get(3).and_then(|c| c.parse().ok()) {
         pin(cpu)?;
     }
+    let plan = Plan::parse(args.get(4).map_or("full", String::as_str))?;
     let space = Space::attach(&space_path, 2)?;
-    let mut buf = space.alloc_bytes(MAX_SIZE)?;
+    let mut buf = space.alloc_bytes(plan.max_size())?;
     let mut sock = UnixStream::connect(&sock_path)?;
     let rings = rings(&ring_path, false)?;
     let fifo_dir = sock_path.parent().unwrap();
@@ -238,7 +304,7 @@ fn peer(args: &[String]) -> Res<()> {
         pipe_out,
         sock,
     };
-    for step in schedule() {
+    for step in schedule(plan) {
         set_mode(&space, step.transport)?;
         let size = step.size;
         for _ in 0..step.rounds {
@@ -284,7 +350,7 @@ fn peer(args: &[String]) -> Res<()> {
     let sock = &mut ends.sock;
     // Queue throughput: we receive and compute.
     for mode in [Mode::Push, Mode::Pull] {
-        for &size in &QUEUE_SIZES {
+        for &size in plan.queue_sizes() {
             let spec = queue_spec(mode, size);
             let q = if mode == Mode::Push {
                 PmQueue::create(&space, spec)?
@@ -294,7 +360,7 @@ fn peer(args: &[String]) -> Res<()> {
             sock.write_all(&[1])?;
             let n = matrix_n(size);
             let (a, mut c) = (vec![1.0f64; n * n], vec![0.0f64; n * n]);
-            for _ in 0..queue_messages(size) {
+            for _ in 0..plan.queue_messages(size) {
                 q.dequeue(&mut buf)?;
                 matmul(&a, &mut c, n);
             }
@@ -323,10 +389,6 @@ fn queue_spec(mode: Mode, size: usize) -> QueueSpec {
     }
 }
 
-fn queue_messages(size: usize) -> usize {
-    ((64usize << 20) / size).clamp(16, 2000)
-}
-
 /// The paper's receiver computes a matrix product sized ~ cube root of the
 /// message size between dequeues.
 fn matrix_n(size: usize) -> usize {
@@ -344,7 +406,7 @@ fn matmul(a: &[f64], c: &mut [f64], n: usize) {
     }
 }
 
-fn parent(args: &[String]) -> Res<()> {
+fn parent(plan: Plan, args: &[String]) -> Res<()> {
     let dir = PathBuf::from(args.first().map_or("/dev/shm", String::as_str));
     let work = tempfile_dir(&dir)?;
     let started = Instant::now();
@@ -359,7 +421,7 @@ fn parent(args: &[String]) -> Res<()> {
     };
     let path = Space::create(&name, &opts)?.path().to_path_buf();
     let space = Space::attach(&path, 1)?;
-    let mut buf = space.alloc_bytes(MAX_SIZE)?;
+    let mut buf = space.alloc_bytes(plan.max_size())?;
     sky_pvas::pattern::fill(1, &mut buf);
     let sock_path = work.join("sock");
     let ring_path = work.join("ring");
@@ -376,12 +438,14 @@ fn parent(args: &[String]) -> Res<()> {
     // One CPU each, as ping-pong benchmarks pin their processes: left to
     // itself the scheduler may put both on one CPU (it moves a woken task
     // next to its waker), where a spinning transport waits out time slices.
+    // The evaluation judges where the scheduler puts them: no pins there.
     let cpus = allowed_cpus();
-    let pins = (cpus.len() >= 2).then(|| (cpus[0], cpus[1]));
-    let mut child: Child = Command::new(std::env::current_exe()?)
+    let pins = (cpus.len() >= 2 && plan == Plan::Full).then(|| (cpus[0], cpus[1]));
+    let child: Child = Command::new(std::env::current_exe()?)
         .arg("--peer")
         .args([&path, &sock_path, &ring_path])
         .arg(pins.map_or("-".into(), |p| p.1.to_string()))
+        .arg(plan.name())
         .spawn()?;
     if let Some((cpu, _)) = pins {
         pin(cpu)?;
@@ -406,8 +470,9 @@ fn parent(args: &[String]) -> Res<()> {
 
     let mut samples: HashMap<(Transport, usize), Samples> = HashMap::new();
     let mut memcpy: HashMap<usize, Vec<Duration>> = HashMap::new();
-    let (mut src, mut dst) = (vec![1u8; MAX_SIZE], vec![0u8; MAX_SIZE]);
-    for step in schedule() {
+    let max = plan.max_size();
+    let (mut src, mut dst) = (vec![1u8; max], vec![0u8; max]);
+    for step in schedule(plan) {
         set_mode(&space, step.transport)?;
         let size = step.size;
         let s = samples.entry((step.transport, size)).or_default();
@@ -465,6 +530,20 @@ fn parent(args: &[String]) -> Res<()> {
         }
     }
     let elapsed_pingpong = started.elapsed();
+    if plan == Plan::Eval {
+        for size in EVAL_SIZES {
+            let gbps = |t| samples.get(&(t, size)).map_or(0.0, |s| s.mean_gbps(size));
+            println!(
+                "result workload=pvas-msg size={size} one_copy_gbps={:.4} ring_gbps={:.4}",
+                gbps(Transport::Split),
+                gbps(Transport::Ring)
+            );
+        }
+        for (mode, size, gbps) in queue_rates(plan, &space, &mut buf, &mut ends.sock)? {
+            println!("result workload=pvas-queue mode={mode} size={size} gbps={gbps:.4}");
+        }
+        return finish(child, space, &path, &work);
+    }
     // The liveness probe (one F_OFD_GETLK) messages no longer make.
     let probes = 20_000;
     let t = Instant::now();
@@ -496,16 +575,23 @@ fn parent(args: &[String]) -> Res<()> {
     print_others(&samples);
     println!();
     queue_table(&space, &mut buf, &mut ends.sock)?;
-    child.wait()?;
-    drop(space);
-    Space::open(&path)?.destroy()?;
-    let _ = std::fs::remove_dir_all(&work);
+    finish(child, space, &path, &work)?;
     println!();
     println!(
         "ping-pong {:.1} s, total {:.1} s",
         elapsed_pingpong.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Waits for the peer (its failure is ours) and removes the space.
+fn finish(mut child: Child, space: Space, path: &Path, work: &Path) -> Res<()> {
+    let status = child.wait()?;
+    anyhow::ensure!(status.success(), "the peer failed: {status}");
+    drop(space);
+    Space::open(path)?.destroy()?;
+    let _ = std::fs::remove_dir_all(work);
     Ok(())
 }
 
@@ -532,15 +618,17 @@ fn memcpy_times(src: &mut [u8], dst: &mut [u8], rounds: usize) -> Vec<Duration> 
         .collect()
 }
 
-fn queue_table(space: &Space, buf: &mut [u8], sock: &mut UnixStream) -> Res<()> {
-    println!("Persistent queue, 4 entries, receiver computing a matrix product (n ~ cbrt(size/8)) per message");
-    println!(
-        "{:<6} {:>8} {:>10} {:>10} {:>12}",
-        "mode", "size", "messages", "GB/s", "vs push"
-    );
-    let mut push = Vec::new();
+/// Queue throughput per (mode, size), GB/s: the parent enqueues, the
+/// peer dequeues and computes.
+fn queue_rates(
+    plan: Plan,
+    space: &Space,
+    buf: &mut [u8],
+    sock: &mut UnixStream,
+) -> Res<Vec<(&'static str, usize, f64)>> {
+    let mut rates = Vec::new();
     for mode in [Mode::Push, Mode::Pull] {
-        for &size in &QUEUE_SIZES {
+        for &size in plan.queue_sizes() {
             let spec = queue_spec(mode, size);
             let q = if mode == Mode::Pull {
                 PmQueue::create(space, spec)?
@@ -549,7 +637,7 @@ fn queue_table(space: &Space, buf: &mut [u8], sock: &mut UnixStream) -> Res<()> 
             };
             let mut b = [0u8; 1];
             sock.read_exact(&mut b)?;
-            let n = queue_messages(size);
+            let n = plan.queue_messages(size);
             let t = Instant::now();
             for _ in 0..n {
                 q.enqueue(&buf[..size])?;
@@ -558,19 +646,33 @@ fn queue_table(space: &Space, buf: &mut [u8], sock: &mut UnixStream) -> Res<()> 
             let gbps = (n * size) as f64 / t.elapsed().as_secs_f64() / 1e9;
             sock.read_exact(&mut b)?;
             sock.write_all(&[1])?;
-            if mode == Mode::Push {
-                push.push(gbps);
-            }
-            let i = QUEUE_SIZES.iter().position(|&s| s == size).unwrap();
-            println!(
-                "{:<6} {:>8} {:>10} {:>10.3} {:>11.2}x",
-                if mode == Mode::Push { "push" } else { "pull" },
-                human(size),
-                n,
-                gbps,
-                gbps / push[i]
-            );
+            let name = if mode == Mode::Push { "push" } else { "pull" };
+            rates.push((name, size, gbps));
         }
+    }
+    Ok(rates)
+}
+
+fn queue_table(space: &Space, buf: &mut [u8], sock: &mut UnixStream) -> Res<()> {
+    println!("Persistent queue, 4 entries, receiver computing a matrix product (n ~ cbrt(size/8)) per message");
+    println!(
+        "{:<6} {:>8} {:>10} {:>10} {:>12}",
+        "mode", "size", "messages", "GB/s", "vs push"
+    );
+    let rates = queue_rates(Plan::Full, space, buf, sock)?;
+    for &(mode, size, gbps) in &rates {
+        let push = rates
+            .iter()
+            .find(|r| r.0 == "push" && r.1 == size)
+            .map_or(f64::NAN, |r| r.2);
+        println!(
+            "{:<6} {:>8} {:>10} {:>10.3} {:>11.2}x",
+            mode,
+            human(size),
+            Plan::Full.queue_messages(size),
+            gbps,
+            gbps / push
+        );
     }
     Ok(())
 }

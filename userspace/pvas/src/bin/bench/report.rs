@@ -32,6 +32,13 @@ impl Samples {
         }
     }
 
+    /// Bytes over the time of all its half round trips: what a stream
+    /// of such messages gets, time-slice waits included.
+    pub(super) fn mean_gbps(&self, size: usize) -> f64 {
+        let total: Duration = self.halves.iter().sum();
+        size as f64 * self.halves.len() as f64 / total.as_secs_f64().max(1e-12) / 1e9
+    }
+
     pub(super) fn gbps(&self, size: usize) -> f64 {
         size as f64 / self.stats().p50.as_secs_f64() / 1e9
     }
