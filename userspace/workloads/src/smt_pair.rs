@@ -121,28 +121,36 @@ pub enum ComputeKind {
     Matadd,
 }
 
-/// Runs one compute kind for `duration`; returns the rounds done (a
-/// round: 4096 divisions, one multiply, or one add of the matrices).
+/// Runs one compute kind for `duration` (its set-up included); returns
+/// the rounds done (a round: 4096 divisions, one multiply, or one add of
+/// the matrices), at least one, however late the set-up ends.
 pub fn compute(kind: ComputeKind, duration: Duration) -> u64 {
     let start = Instant::now();
-    let mut rounds = 0u64;
+    let until_done = |mut round: Box<dyn FnMut() + '_>| {
+        let mut rounds = 0u64;
+        loop {
+            round();
+            rounds += 1;
+            if start.elapsed() >= duration {
+                return rounds;
+            }
+        }
+    };
     match kind {
         ComputeKind::Idiv => {
             let mut x = std::hint::black_box(0xdead_beef_u64);
-            while start.elapsed() < duration {
+            until_done(Box::new(|| {
                 for i in 1..=4096u64 {
                     x = std::hint::black_box(x / (i | 1) + 0x1234_5678_9abc);
                 }
-                rounds += 1;
-            }
-            std::hint::black_box(x);
+            }))
         }
         ComputeKind::Matmul => {
             const N: usize = 64;
             let a = vec![1.000_1f64; N * N];
             let b = vec![0.999_9f64; N * N];
             let mut c = vec![0f64; N * N];
-            while start.elapsed() < duration {
+            until_done(Box::new(|| {
                 for i in 0..N {
                     for k in 0..N {
                         let aik = a[i * N + k];
@@ -152,24 +160,21 @@ pub fn compute(kind: ComputeKind, duration: Duration) -> u64 {
                     }
                 }
                 std::hint::black_box(&mut c);
-                rounds += 1;
-            }
+            }))
         }
         ComputeKind::Matadd => {
             const N: usize = 1024;
             let a = vec![1.0f64; N * N];
             let b = vec![2.0f64; N * N];
             let mut c = vec![0f64; N * N];
-            while start.elapsed() < duration {
+            until_done(Box::new(|| {
                 for ((c, a), b) in c.iter_mut().zip(&a).zip(&b) {
                     *c = a + b;
                 }
                 std::hint::black_box(&mut c);
-                rounds += 1;
-            }
+            }))
         }
     }
-    rounds
 }
 
 #[cfg(test)]
