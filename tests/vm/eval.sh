@@ -79,10 +79,10 @@ start() {
 started=0
 
 # Seed 000: two PM writers and two integer-division tasks on 2 cores x 2
-# threads, started PM, compute, PM, compute: a placement that spreads over
-# idle cores and ignores the classes puts the second writer beside the
-# first. Two generations per run, each started anew as new processes, so
-# the placement is decided twice a run.
+# threads, started PM, compute, PM, compute: a placement that fills idle
+# cores first and ignores the classes leaves the second writer's sibling
+# to chance. Two generations per run, each started anew as new processes,
+# so the placement is decided twice a run.
 wl_smt() {
 	pids=
 	rm -f /tmp/eval-out.*

@@ -358,7 +358,7 @@ pub fn native_command(cmd: &str) -> Result<Command> {
     if !host_has_sched_ext() {
         bail!("this kernel has no sched_ext (/sys/kernel/sched_ext is missing): drop --native");
     }
-    let bin_dir = crate::paths::release_bin("scx_sky")?
+    let bin_dir = release_bin("scx_sky")?
         .parent()
         .context("release directory")?
         .to_path_buf();
@@ -368,7 +368,7 @@ pub fn native_command(cmd: &str) -> Result<Command> {
     let mut c = Command::new("sh");
     c.arg("-c")
         .arg(cmd)
-        .current_dir(crate::paths::workspace_root().join("tests/vm"))
+        .current_dir(workspace_root().join("tests/vm"))
         .env("PATH", path);
     Ok(c)
 }

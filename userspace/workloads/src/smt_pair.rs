@@ -126,31 +126,21 @@ pub enum ComputeKind {
 /// the matrices), at least one, however late the set-up ends.
 pub fn compute(kind: ComputeKind, duration: Duration) -> u64 {
     let start = Instant::now();
-    let until_done = |mut round: Box<dyn FnMut() + '_>| {
-        let mut rounds = 0u64;
-        loop {
-            round();
-            rounds += 1;
-            if start.elapsed() >= duration {
-                return rounds;
-            }
-        }
-    };
     match kind {
         ComputeKind::Idiv => {
             let mut x = std::hint::black_box(0xdead_beef_u64);
-            until_done(Box::new(|| {
+            rounds_until(start, duration, &mut || {
                 for i in 1..=4096u64 {
                     x = std::hint::black_box(x / (i | 1) + 0x1234_5678_9abc);
                 }
-            }))
+            })
         }
         ComputeKind::Matmul => {
             const N: usize = 64;
             let a = vec![1.000_1f64; N * N];
             let b = vec![0.999_9f64; N * N];
             let mut c = vec![0f64; N * N];
-            until_done(Box::new(|| {
+            rounds_until(start, duration, &mut || {
                 for i in 0..N {
                     for k in 0..N {
                         let aik = a[i * N + k];
@@ -160,19 +150,32 @@ pub fn compute(kind: ComputeKind, duration: Duration) -> u64 {
                     }
                 }
                 std::hint::black_box(&mut c);
-            }))
+            })
         }
         ComputeKind::Matadd => {
             const N: usize = 1024;
             let a = vec![1.0f64; N * N];
             let b = vec![2.0f64; N * N];
             let mut c = vec![0f64; N * N];
-            until_done(Box::new(|| {
+            rounds_until(start, duration, &mut || {
                 for ((c, a), b) in c.iter_mut().zip(&a).zip(&b) {
                     *c = a + b;
                 }
                 std::hint::black_box(&mut c);
-            }))
+            })
+        }
+    }
+}
+
+/// Runs `round` until `duration` has passed since `start`, at least once;
+/// returns how many times it ran.
+fn rounds_until(start: Instant, duration: Duration, round: &mut dyn FnMut()) -> u64 {
+    let mut rounds = 0u64;
+    loop {
+        round();
+        rounds += 1;
+        if start.elapsed() >= duration {
+            return rounds;
         }
     }
 }

@@ -235,6 +235,9 @@ fn strict_check(boot: &figures::Boot, roster: &[Sched]) -> Result<()> {
 }
 
 pub fn run(args: &EvalArgs) -> Result<()> {
+    if args.native {
+        native::preflight()?;
+    }
     let roster = roster::roster(&args.sched, args.skip_anchors.as_deref());
     for s in &roster {
         if let Some(why) = &s.unavailable {

@@ -9,9 +9,12 @@ use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-/// Runs the guest command here, in tests/vm with the release binaries
-/// first on PATH, printing its output as it comes.
-pub fn run(command: &str) -> Result<VmOutcome> {
+/// What a native evaluation needs, checked once before any scenario: a
+/// sched_ext kernel and root; without perf it runs, saying what is lost.
+pub fn preflight() -> Result<()> {
+    if !vm::host_has_sched_ext() {
+        bail!("--native: this kernel has no sched_ext (/sys/kernel/sched_ext is missing)");
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("--native: the runner loads schedulers and reads the sched tracepoints: run as root");
@@ -19,6 +22,12 @@ pub fn run(command: &str) -> Result<VmOutcome> {
     if Command::new("perf").arg("--version").output().is_err() {
         eprintln!("xtask: eval --native: no perf on PATH; the miss-rate columns stay empty");
     }
+    Ok(())
+}
+
+/// Runs the guest command here, in tests/vm with the release binaries
+/// first on PATH, printing its output as it comes.
+pub fn run(command: &str) -> Result<VmOutcome> {
     let mut child = vm::native_command(&format!("EVAL_NATIVE=1 {command}"))?
         .stdout(Stdio::piped())
         .spawn()
