@@ -8,7 +8,9 @@
 # class from the counters alone, logged with the features that decided it
 # (`class: task N (cpu-idiv) measured unknown -> compute: cpi=1.00 ...`),
 # and BPF charges its run time as compute (`ran_ns_compute`); a PM writer
-# with a hint stays a PM writer (a hint beats the PMU). The counts are
+# with a hint stays a PM writer (a hint beats the PMU). Both workloads
+# print the run time the kernel counted for them (`run_ms`), which is
+# what BPF's per-class sums are held against. The counts are
 # recorded (--record-counters) and replayed through the classifier, which
 # must class the compute task the same way from the record. Then scx_sky
 # with the default `--pmu auto` must say plainly that the VM has no PMU.
@@ -18,14 +20,15 @@
 . ./lib.sh
 start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' \
 	--record-counters /tmp/counters.csv || exit 1
-sky-work pm-write --file /tmp/pm --size-mb 8 --seconds 3 >/dev/null &
+sky-work pm-write --file /tmp/pm --size-mb 8 --seconds 3 >/tmp/pm.out &
 pm=$!
 named_work /tmp mb-x
 /tmp/mb-x gang --threads 3 --mb 4 --seconds 4 >/dev/null &
 gang=$!
-sky-work compute --kind idiv --seconds 3 >/dev/null
+sky-work compute --kind idiv --seconds 3
 scx_sky gangs --pid "$gang" | sed 's/^/gangs: /'
 wait "$pm" "$gang"
+cat /tmp/pm.out
 rm -f /tmp/pm
 echo "check state_after_software=$(state)"
 stop_sky

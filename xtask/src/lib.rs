@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cachesim;
 pub mod console;
 pub mod eval;
+pub mod host_load;
 pub mod initramfs;
 pub mod kbuild;
 pub mod kernel;

@@ -296,6 +296,25 @@ fn secs(v: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// How long this (single-threaded) workload has run on a CPU since it got
+/// its name, by the kernel's count: what a scheduler's run time for the
+/// class a name hint gives is held against (under TCG the exec before the
+/// name takes a good part of a second).
+struct RunClock(u64);
+
+impl RunClock {
+    fn start() -> Result<Self> {
+        Ok(RunClock(
+            sky_workloads::procstat::SchedStat::of_self()?.run_ns,
+        ))
+    }
+
+    fn ms(&self) -> Result<u64> {
+        let now = sky_workloads::procstat::SchedStat::of_self()?.run_ns;
+        Ok(now.saturating_sub(self.0) / 1_000_000)
+    }
+}
+
 fn main() {
     if let Err(e) = run(Cli::parse()) {
         eprintln!("sky-work: error: {e:#}");
@@ -428,20 +447,24 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let duration = secs(seconds)?;
             sky_workloads::set_comm("pm-writer")?;
+            let named = RunClock::start()?;
             let writes = sky_workloads::smt_pair::pm_write(&file, size_mb, duration)?;
             println!(
-                "result workload=pm-write size_mb={size_mb} writes={writes} writes_per_s={:.0}",
-                writes as f64 / seconds.max(1e-9)
+                "result workload=pm-write size_mb={size_mb} writes={writes} writes_per_s={:.0} run_ms={}",
+                writes as f64 / seconds.max(1e-9),
+                named.ms()?
             );
         }
         Command::Compute { kind, seconds } => {
             let duration = secs(seconds)?;
             let name = format!("{kind:?}").to_lowercase();
             sky_workloads::set_comm(&format!("cpu-{name}"))?;
+            let named = RunClock::start()?;
             let rounds = sky_workloads::smt_pair::compute(kind, duration);
             println!(
-                "result workload=compute kind={name} rounds={rounds} rounds_per_s={:.1}",
-                rounds as f64 / seconds.max(1e-9)
+                "result workload=compute kind={name} rounds={rounds} rounds_per_s={:.1} run_ms={}",
+                rounds as f64 / seconds.max(1e-9),
+                named.ms()?
             );
         }
         Command::PolicyStorm {

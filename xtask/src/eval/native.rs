@@ -45,5 +45,7 @@ pub fn run(command: &str) -> Result<VmOutcome> {
         status,
         output,
         cache: None,
+        // No VM: the scheduler's clocks are the machine's own.
+        host: crate::host_load::HostLoad::default(),
     })
 }
