@@ -37,6 +37,9 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(1);
 /// Clients answered at once; one more is told to come back later.
 pub const MAX_CLIENTS: usize = 8;
 
+/// How a client's error starts when the scheduler said no.
+const REFUSED: &str = "scx_sky refused: ";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Switch to a preset or a policy file.
@@ -404,9 +407,15 @@ impl Session {
     /// Sends `reqs` in one write: the scheduler answers them together.
     pub fn send_all(&mut self, reqs: &[Request]) -> Result<()> {
         let lines: String = reqs.iter().map(Request::line).collect();
-        self.stream
-            .write_all(lines.as_bytes())
-            .context("sending the request to scx_sky")
+        let Err(sent) = self.stream.write_all(lines.as_bytes()) else {
+            return Ok(());
+        };
+        // The scheduler may have hung up before it read the request, with
+        // a reason (too many clients): that reason is the error to give.
+        match self.receive() {
+            Err(why) if why.to_string().starts_with(REFUSED) => Err(why),
+            _ => Err(sent).context("sending the request to scx_sky"),
+        }
     }
 
     /// The answer to the oldest request not yet answered, as
@@ -417,7 +426,7 @@ impl Session {
             return Ok(rest.trim_start_matches(' ').to_string());
         }
         match reply.strip_prefix("error: ") {
-            Some(why) => bail!("scx_sky refused: {why}"),
+            Some(why) => bail!("{REFUSED}{why}"),
             None => bail!(
                 "scx_sky answered something unexpected: {:?}",
                 truncate(&reply, 80)

@@ -165,6 +165,28 @@ fn one_connection_carries_many_requests_even_sent_at_once() {
 }
 
 #[test]
+fn a_refusal_sent_before_the_request_was_read_is_the_error_given() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ctl")).unwrap();
+    let dir = dir.path().join("ctl");
+    let listener = std::os::unix::net::UnixListener::bind(socket_path(&dir)).unwrap();
+    let mut session = Session::connect(&dir).unwrap();
+    // The server turns the client away and hangs up without reading.
+    let (mut server_side, _) = listener.accept().unwrap();
+    server_side
+        .write_all(format!("error: {MAX_CLIENTS} clients are connected; try again\n\n").as_bytes())
+        .unwrap();
+    drop(server_side);
+    // A request larger than the socket's buffer cannot be taken in whole.
+    let big = Request::Set("p".repeat(1 << 20));
+    let e = session.send(&big).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("scx_sky refused: {MAX_CLIENTS} clients are connected; try again")
+    );
+}
+
+#[test]
 fn a_quiet_session_is_closed_and_a_crowd_is_turned_away() {
     let s = serve();
     let dir = s.dir.path().join("ctl");
@@ -181,8 +203,16 @@ fn a_quiet_session_is_closed_and_a_crowd_is_turned_away() {
     let crowd: Vec<UnixStream> = (0..MAX_CLIENTS)
         .map(|_| UnixStream::connect(socket_path(&dir)).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
-    let e = request(&dir, &Request::Get).unwrap_err().to_string();
+    // Refused once the server has taken them all in (on a loaded machine
+    // that may take a while; until then a request is answered).
+    let deadline = std::time::Instant::now() + IO_TIMEOUT / 2;
+    let e = loop {
+        match request(&dir, &Request::Get) {
+            Err(e) => break e.to_string(),
+            Ok(_) if std::time::Instant::now() > deadline => panic!("the crowd was not refused"),
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
     assert!(e.contains("clients are connected; try again"), "{e}");
     drop(crowd);
     let deadline = std::time::Instant::now() + IO_TIMEOUT * 5;
