@@ -4,7 +4,9 @@
 //! hypervisor's steal on a cloud machine) guest time runs on and no guest
 //! CPU moves. A guest-time bound on a wait is a measurement of the
 //! scheduler only if that thread had its CPU, so every VM run reports how
-//! long it did not, and the VM tests judge a failed bound with it.
+//! long it did not, and the VM tests print that beside a failed bound.
+//! (A schedstat line is parsed here, not with sky-workloads' `SchedStat`:
+//! that crate is the guest's, and xtask does not depend on it.)
 
 use std::fmt;
 use std::path::Path;
