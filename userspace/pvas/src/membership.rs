@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// How long a member waits for a peer it talks to to attach.
-const JOIN_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const JOIN_WAIT: Duration = Duration::from_secs(30);
 const JOIN_POLL: Duration = Duration::from_millis(2);
 
 /// A member as listed by [`Space::members`].
@@ -215,34 +215,24 @@ impl Space {
         Ok(generation?.map(|generation| Peer { id, generation }))
     }
 
-    /// Waits for `ready` on `word`, which member `id` makes true. If it
-    /// already holds (or comes to hold while `id` is away), `id` need not
-    /// be a member any more: a peer may finish its part and leave.
-    pub(crate) fn wait_on(
-        &self,
-        id: u32,
-        word: &std::sync::atomic::AtomicU32,
-        mut ready: impl FnMut() -> bool,
-    ) -> Result<()> {
-        if ready() {
-            return Ok(());
-        }
-        match self.joined_peer(id, &mut ready)? {
-            None => Ok(()),
-            Some(peer) => wait::wait_until(self, word, Some(peer), None, ready),
-        }
-    }
-
     /// Member `id` (a checked ID) if its slot holds a settled, active
     /// membership, from two words: no system call, so messages may ask on
     /// every call. Whether it is still alive is the waits' question.
     pub(crate) fn active_peer(&self, id: u32) -> Option<Peer> {
         let slot = self.slot(id);
-        // The epoch is read first: a claim that starts after this read
-        // changes it, and every wait on the snapshot then fails.
-        let generation = slot.generation.load(Ordering::Acquire);
-        (generation & 1 == 0 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE)
-            .then_some(Peer { id, generation })
+        // Generation, state, generation again: the state is that
+        // membership's only if no claim or leave came between (each moves
+        // the generation on). A torn pair — a left membership's epoch with
+        // the next one's state — would tag our counts with an epoch the
+        // peer never answers to, and both sides would wait for ever.
+        loop {
+            let generation = slot.generation.load(Ordering::Acquire);
+            between_reads();
+            let active = slot.state.load(Ordering::Acquire) == SLOT_ACTIVE;
+            if slot.generation.load(Ordering::Acquire) == generation {
+                return (generation & 1 == 0 && active).then_some(Peer { id, generation });
+            }
+        }
     }
 
     /// Is `p` still the same live membership?
@@ -308,5 +298,88 @@ impl Space {
         let pid = self.slot(id).owner.load(Ordering::Acquire) as u32;
         let meta = self.file.metadata().ok()?;
         (pid != 0 && liveness::holds_slot(pid, meta.dev(), meta.ino(), id)).then_some(pid)
+    }
+}
+
+/// A preemption between a snapshot's reads is what tears one; the unit
+/// test makes every snapshot wait there.
+#[cfg(test)]
+fn between_reads() {
+    std::thread::sleep(std::time::Duration::from_micros(200));
+}
+#[cfg(not(test))]
+#[inline(always)]
+fn between_reads() {}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CreateOptions, Space};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// A peer snapshot never pairs one membership's generation with
+    /// another's state. Claims and leaves of slot 1 cycle its generation
+    /// 1, 2 (active), 4 (left), 5, 6 (active), 8 ...: an active snapshot
+    /// is always 2 mod 4. A torn one (a left generation read, the reader
+    /// preempted, a whole claim, then the new state read) is 0 mod 4: the
+    /// receiver that took it tagged its consumed count with that epoch,
+    /// and sender and receiver then waited on each other for ever (seen
+    /// in `sky-pvas --test c_abi` under load). More reader threads than
+    /// cores, so readers are preempted at every point of the snapshot.
+    #[test]
+    fn a_peer_snapshot_is_never_torn_by_a_claim() {
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        std::env::set_var("SKY_PVAS_REGISTRY", dir.path().join("registry"));
+        let opts = CreateOptions {
+            dir: dir.path().to_path_buf(),
+            max_members: 2,
+            segment_size: 2 << 20,
+            ..Default::default()
+        };
+        let space = Space::create(&format!("snap-{}", std::process::id()), &opts).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (seen, torn) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let readers: Vec<_> = (0..6)
+            .map(|_| {
+                let handle = space.share_mapping().unwrap();
+                let (stop, seen, torn) = (stop.clone(), seen.clone(), torn.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Some(p) = handle.active_peer(1) {
+                            seen.fetch_add(1, Ordering::Relaxed);
+                            if p.generation % 4 != 2 {
+                                torn.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let claimer = space.share_mapping().unwrap();
+        let start = Instant::now();
+        let mut claims = 0u64;
+        // Each state held a little longer than a snapshot's pause: a claim
+        // fits inside a pause, and untorn snapshots still happen.
+        while start.elapsed() < Duration::from_secs(1) {
+            let member = claimer.attach_inherited(1).unwrap();
+            std::thread::sleep(Duration::from_micros(300));
+            drop(member);
+            std::thread::sleep(Duration::from_micros(300));
+            claims += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
+        let (seen, torn) = (seen.load(Ordering::Relaxed), torn.load(Ordering::Relaxed));
+        assert!(
+            claims > 100 && seen > 100,
+            "{claims} claims, {seen} snapshots"
+        );
+        assert_eq!(
+            torn, 0,
+            "{torn} of {seen} snapshots torn in {claims} claims"
+        );
     }
 }

@@ -103,9 +103,9 @@ fn enqueue_blocks_while_full_and_flush_waits_for_the_receiver() {
             "4".into(),
         ])
     };
-    // The receiver must be a member for the sender to enqueue: hold ID 2.
-    let holder = hold(&s.path, 2);
+    // A receiver that opened the queue and takes nothing.
     let send = peer(&s.path, 1, "queue-send", &args(2), &[]);
+    let holder = queue_holder(&s.path, 2, "queue-hold-recv", &args(1));
     let early = send.lines_for(Duration::from_millis(1000));
     let returned: Vec<_> = early
         .iter()
@@ -137,8 +137,8 @@ fn enqueue_blocks_while_full_and_flush_waits_for_the_receiver() {
             "8".into(),
         ])
     };
-    let holder = hold(&s.path, 2);
     let send = peer(&s.path, 1, "queue-send", &args(2), &[]);
+    let holder = queue_holder(&s.path, 2, "queue-hold-recv", &args(1));
     let early = send.lines_for(Duration::from_millis(1000));
     assert_eq!(
         early.iter().filter(|l| l.starts_with("returned ")).count(),
@@ -174,8 +174,8 @@ fn dequeue_blocks_while_empty() {
         ])
     };
     let recv = peer(&s.path, 2, "queue-recv", &args(1), &[]);
-    // The sender holds ID 1 without sending for a while.
-    let holder = hold(&s.path, 1);
+    // The sender opened the queue and sends nothing.
+    let holder = queue_holder(&s.path, 1, "queue-hold-send", &args(2));
     let early = recv.lines_for(Duration::from_millis(1000));
     assert_eq!(early, ["ok ready"], "dequeue returned from an empty queue");
     let mut holder = holder;
@@ -185,4 +185,17 @@ fn dequeue_blocks_while_empty() {
         !recv.child.wait().unwrap().success(),
         "dequeue from a dead sender must fail"
     );
+}
+
+/// A member that opened the queue as `role` says (queue-hold-send or
+/// queue-hold-recv) and then holds its ID: the queue's peer, whose death
+/// fails the other side's wait.
+fn queue_holder(path: &std::path::Path, id: u32, role: &str, args: &[String]) -> Peer {
+    let p = peer(path, id, role, args, &[]);
+    assert_eq!(
+        p.line(Duration::from_secs(10)).as_deref(),
+        Some("ok ready"),
+        "member {id} did not open the queue"
+    );
+    p
 }

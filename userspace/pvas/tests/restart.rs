@@ -116,3 +116,50 @@ fn the_sender_restarts_and_both_continue_exactly_once() {
     );
     assert_eq!(q.position().unwrap().consumed, TOTAL);
 }
+
+/// A member ID changes hands while the queue's receiver waits: the holder
+/// that never opened the queue leaves (as a finished process does), and a
+/// new process takes the ID and opens the queue as its sender. The
+/// receiver's dequeue, begun while the old holder was still there, must
+/// get the new sender's messages: the old holder was never the queue's
+/// peer. (Under load this was `sky-pvas --test c_abi` failing: the C
+/// member's dequeue ended with "member 1 died or left".)
+#[test]
+fn a_dequeue_outlives_a_holder_of_the_sender_id_that_never_opened_the_queue() {
+    let s = space("id-changes-hands", 2, 2);
+    let old_holder = Space::attach(&s.path, 1).unwrap();
+    let receiver = peer(
+        &s.path,
+        2,
+        "queue-recv",
+        &strs(&["push", "1", "3", "64", "4"]),
+        &[],
+    );
+    assert_eq!(
+        receiver.line(Duration::from_secs(10)).as_deref(),
+        Some("ok ready")
+    );
+    // Long enough for the dequeue to be asleep, bound to whoever it binds.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(old_holder);
+    let early = receiver.lines_for(Duration::from_millis(200));
+    assert!(
+        early.is_empty(),
+        "the receiver gave up when a holder that never opened the queue left: {early:?}"
+    );
+    let new_holder = Space::attach(&s.path, 1).unwrap();
+    let spec = QueueSpec {
+        entry_size: 64,
+        ..spec()
+    };
+    let q = PmQueue::open(&new_holder, spec).unwrap();
+    let mut buf = [0u8; 64];
+    for k in 0..3u64 {
+        let len = 1 + (k as usize * 13) % 64;
+        pattern::fill(k, &mut buf[..len]);
+        q.enqueue(&buf[..len]).unwrap();
+    }
+    q.flush().unwrap();
+    let lines = receiver.finish();
+    assert_eq!(lines.last().map(String::as_str), Some("ok dequeued=3"));
+}

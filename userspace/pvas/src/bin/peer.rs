@@ -47,6 +47,18 @@ fn say(line: String) {
     let _ = out.flush();
 }
 
+/// Stays a member until killed or the space is destroyed.
+fn hold(space: &Space) -> Result<(), Error> {
+    let mut buf = [0u8; 1];
+    match space.recv(space.id(), &mut buf) {
+        Err(Error::Destroyed) => {
+            say("ok destroyed".into());
+            Ok(())
+        }
+        other => Err(Error::Invalid(format!("hold ended with {other:?}"))),
+    }
+}
+
 fn run(args: &[String]) -> Result<(), Error> {
     if args.len() < 3 {
         return Err(Error::Invalid(
@@ -239,16 +251,19 @@ fn run(args: &[String]) -> Result<(), Error> {
                 copied.join(",")
             ));
         }
-        // queue-send MODE RECEIVER COUNT ENTRY_SIZE ENTRIES [SLOT]
-        "queue-send" | "queue-recv" => {
+        // queue-send MODE RECEIVER COUNT ENTRY_SIZE ENTRIES [SLOT], and
+        // queue-recv MODE SENDER ...; queue-hold-send and queue-hold-recv
+        // open the queue as that side, then hold like "hold" (COUNT unused).
+        "queue-send" | "queue-recv" | "queue-hold-send" | "queue-hold-recv" => {
+            let sending = args[2].ends_with("send");
             let spec = QueueSpec {
                 mode: mode(rest.first())?,
-                sender: if args[2] == "queue-send" {
+                sender: if sending {
                     space.id()
                 } else {
                     num(rest, 1, "peer")?
                 },
-                receiver: if args[2] == "queue-send" {
+                receiver: if sending {
                     num(rest, 1, "peer")?
                 } else {
                     space.id()
@@ -265,7 +280,9 @@ fn run(args: &[String]) -> Result<(), Error> {
             };
             say("ok ready".into());
             let mut buf = vec![0u8; spec.entry_size as usize];
-            if args[2] == "queue-send" {
+            if args[2].starts_with("queue-hold") {
+                hold(&space)?;
+            } else if sending {
                 for k in 0..count {
                     let len = 1 + (k as usize * 13) % spec.entry_size as usize;
                     pattern::fill(k, &mut buf[..len]);
@@ -296,11 +313,7 @@ fn run(args: &[String]) -> Result<(), Error> {
         // Attach and wait to be killed or for the space to go.
         "hold" => {
             say("ok holding".into());
-            let mut buf = [0u8; 1];
-            match space.recv(space.id(), &mut buf) {
-                Err(Error::Destroyed) => say("ok destroyed".into()),
-                other => return Err(Error::Invalid(format!("hold ended with {other:?}"))),
-            }
+            hold(&space)?;
         }
         // pvas_fork: fork; the child joins as ID+1 through the inherited
         // mapping and sends "child" to TO; the parent sends "parent" to TO

@@ -30,12 +30,13 @@
 //! once (see `dequeue_with` for handing over without loss).
 
 mod durable;
+mod peer;
 
 pub use durable::durable_floor;
 
 use crate::layout::QueueCounters;
 use crate::persist::Site;
-use crate::wait::{wait_until, wake};
+use crate::wait::wake;
 use crate::{Error, Result, Space};
 use durable::{AreaHeader, Desc, AREA_HEADER, AREA_MAGIC};
 use std::cell::Cell;
@@ -230,7 +231,8 @@ impl<'a> PmQueue<'a> {
         } else {
             let wake_word = &space.export(owner)?.recv_queues[spec.slot as usize].wake;
             let published = || matches!(durable::read_desc(space, owner, index), Ok((Some(_), _)));
-            space.wait_on(owner, wake_word, published)?;
+            // Whichever membership of the owner creates it: none is bound.
+            peer::wait_for(space, owner, wake_word, |_| false, published)?;
             durable::read_desc(space, owner, index)?
                 .0
                 .ok_or(Error::PeerGone(owner))?
@@ -408,11 +410,10 @@ impl<'a> PmQueue<'a> {
             });
         }
         self.check_epoch()?;
-        let receiver = self.space.peer(self.spec.receiver)?;
         let (s, t) = (self.sender_counters()?, self.receiver_counters()?);
         let count = self.spec.entry_count as u64;
         let mut corrupt = None;
-        wait_until(self.space, &s.wake, Some(receiver), None, || {
+        self.wait_for_side(self.spec.receiver, t, &s.wake, || {
             let sent = s.local.load(Ordering::Relaxed);
             let consumed = self.consumed_durably().unwrap_or(sent);
             match sent.checked_sub(consumed) {
@@ -481,7 +482,7 @@ impl<'a> PmQueue<'a> {
         let t = self.receiver_counters()?;
         let consumed = self.consumed();
         let available = || self.enqueued_durably().unwrap_or(0) > consumed;
-        self.space.wait_on(self.spec.sender, &t.wake, available)?;
+        self.wait_for_side(self.spec.sender, s, &t.wake, available)?;
         // The consumed count may have been written by a peer (Pull keeps the
         // area in the sender's segment): no arithmetic on it may overflow.
         let next = consumed.checked_add(1).ok_or_else(|| Error::PeerCorrupt {
@@ -510,7 +511,8 @@ impl<'a> PmQueue<'a> {
     pub fn flush(&self) -> Result<()> {
         self.require(self.spec.sender)?;
         let s = self.sender_counters()?;
-        self.space.wait_on(self.spec.receiver, &s.wake, || {
+        let t = self.receiver_counters()?;
+        self.wait_for_side(self.spec.receiver, t, &s.wake, || {
             self.consumed_durably().unwrap_or(0) >= s.local.load(Ordering::Relaxed)
         })
     }
@@ -591,13 +593,17 @@ impl<'a> PmQueue<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::checksum;
+    use super::{checksum, fnv1a};
 
     #[test]
     fn checksums_bind_epoch_sequence_and_payload() {
         assert_ne!(checksum(1, 1, b"abc"), checksum(1, 2, b"abc"));
         assert_ne!(checksum(1, 1, b"abc"), checksum(2, 1, b"abc"));
         assert_ne!(checksum(1, 1, b"abc"), checksum(1, 1, b"abd"));
-        assert_eq!(checksum(3, 7, b""), checksum(3, 7, b""));
+        // Against values computed independently (32-bit FNV-1a of the
+        // little-endian epoch and sequence number, then the payload).
+        assert_eq!(checksum(3, 7, b""), 0xcadd_bfa1);
+        assert_eq!(fnv1a(*b""), 0x811c_9dc5);
+        assert_eq!(fnv1a(*b"foobar"), 0xbf9c_f968);
     }
 }

@@ -7,7 +7,7 @@
 use sky_pvas::{CreateOptions, Space};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -72,15 +72,19 @@ pub fn peer(
     let exe = std::env::var_os("SKY_PVAS_PEER")
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_sky-pvas-peer").into());
     let mut cmd = Command::new(exe);
-    cmd.arg(path)
-        .arg(id.to_string())
-        .arg(role)
-        .args(args)
-        .stdout(Stdio::piped());
+    cmd.arg(path).arg(id.to_string()).arg(role).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawning sky-pvas-peer");
+    member(cmd)
+}
+
+/// Any member program (a C one too), its stdout lines on a channel.
+pub fn member(mut cmd: Command) -> Peer {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {:?}: {e}", cmd.get_program()));
     let out = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -100,6 +104,34 @@ impl Peer {
         let lines: Vec<String> = self.lines.iter().collect();
         assert!(status.success(), "peer failed ({status}): {lines:?}");
         lines
+    }
+
+    /// Like `finish`, but a member still running after `limit` is killed
+    /// and the test fails: a hang is a failure, not a stuck test run.
+    pub fn finish_within(self, limit: Duration) -> Vec<String> {
+        let (status, lines) = self.wait_within(limit);
+        match status {
+            Some(s) => assert!(s.success(), "peer failed ({s}): {lines:?}"),
+            None => panic!("member still running after {limit:?}, killed: {lines:?}"),
+        }
+        lines
+    }
+
+    /// How the member ended (None: still running after `limit`, so killed)
+    /// and every line it printed.
+    pub fn wait_within(mut self, limit: Duration) -> (Option<ExitStatus>, Vec<String>) {
+        let end = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if std::time::Instant::now() >= end {
+                self.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        (status, self.lines.iter().collect())
     }
 
     /// The next line, within `timeout`.
