@@ -207,8 +207,8 @@ pub struct RunOpts {
     #[arg(long, value_name = "N")]
     pub walk_depth: Option<u32>,
 
-    /// Wait bound in milliseconds: every queued task runs within this
-    /// (overrides the policy; must exceed (4 x slice + grace) x 4/3).
+    /// Wait bound in milliseconds, 10-10000: every queued task runs within
+    /// this (overrides the policy; must exceed (4 x slice + grace) x 4/3).
     #[arg(long, value_name = "MS")]
     pub starve_ms: Option<u64>,
 

@@ -28,6 +28,27 @@ const SLOTS: u32 = intf::sky_consts_SKY_CFG_SLOTS;
 /// this (16 000 a second) before a switch waits at all.
 pub const SLOT_REUSE_AFTER: Duration = Duration::from_millis(16);
 
+/// The policy a switch asks for, any file already read and validated.
+/// Files are read before [`Switcher`]'s lock is taken: a slow file then
+/// holds up only the request that named it, not the run loop or the other
+/// control clients.
+#[derive(Debug)]
+pub enum Wanted {
+    Preset(String),
+    File(Box<Policy>),
+}
+
+impl Wanted {
+    /// Reads `name_or_path` if it names a file ([`sky_policy::names_a_file`]).
+    pub fn read(name_or_path: &str) -> Result<Self> {
+        Ok(if sky_policy::names_a_file(name_or_path) {
+            Wanted::File(Box::new(Policy::load(name_or_path)?))
+        } else {
+            Wanted::Preset(name_or_path.to_owned())
+        })
+    }
+}
+
 pub struct LivePolicy {
     pub policy: Policy,
     pub knobs: Knobs,
@@ -68,11 +89,18 @@ impl LivePolicy {
         Ok(())
     }
 
-    /// Loads and validates a preset or file; nothing changes if it fails.
-    pub fn prepare(&self, name_or_path: &str) -> Result<(Policy, Knobs)> {
-        let policy = match self.presets.iter().find(|p| p.name == name_or_path) {
-            Some(preset) => preset.clone(),
-            None => Policy::load(name_or_path)?,
+    /// Resolves a wanted policy against the command line's overrides and
+    /// this machine; nothing changes if it fails.
+    pub fn prepare(&self, wanted: Wanted) -> Result<(Policy, Knobs)> {
+        let policy = match wanted {
+            Wanted::File(policy) => *policy,
+            Wanted::Preset(name) => match self.presets.iter().find(|p| p.name == name) {
+                Some(preset) => preset.clone(),
+                None => bail!(
+                    "unknown policy {name:?}; presets: {}",
+                    sky_policy::preset_names().join(", ")
+                ),
+            },
         };
         let knobs = policy.resolve(&self.over, &self.derived)?;
         Ok((policy, knobs))
@@ -189,8 +217,9 @@ impl Switcher {
 
     /// Switches to a preset or policy file, validated whole first.
     pub fn switch(&self, name_or_path: &str) -> Result<String> {
+        let wanted = Wanted::read(name_or_path)?;
         let mut s = self.lock();
-        let (policy, knobs) = s.live.prepare(name_or_path)?;
+        let (policy, knobs) = s.live.prepare(wanted)?;
         let Shared { live, bss, .. } = &mut *s;
         match bss {
             Some(map) => {
@@ -386,9 +415,9 @@ mod tests {
         let mut l = live();
         // SAFETY: bss is plain data (integers and arrays of them).
         let mut bss: Box<bss> = Box::new(unsafe { std::mem::zeroed() });
-        let (p, k) = l.prepare("sky1").unwrap();
+        let (p, k) = l.prepare(Wanted::read("sky1").unwrap()).unwrap();
         assert_eq!(l.publish(&mut bss, p, k), 1);
-        let (p, k) = l.prepare("vtime").unwrap();
+        let (p, k) = l.prepare(Wanted::read("vtime").unwrap()).unwrap();
         assert_eq!(l.publish(&mut bss, p, k), 2);
         assert_eq!(bss.sky_cfg_live, 2);
         let cfg = &bss.sky_cfgs[2];
@@ -418,9 +447,8 @@ mod tests {
         // SLOTS + 2 switches: the last two reuse slots that were live
         // moments ago, so they wait for SLOT_REUSE_AFTER.
         for i in 0..SLOTS + 2 {
-            let (p, k) = l
-                .prepare(if i % 2 == 0 { "vtime" } else { "sky1" })
-                .unwrap();
+            let name = if i % 2 == 0 { "vtime" } else { "sky1" };
+            let (p, k) = l.prepare(Wanted::read(name).unwrap()).unwrap();
             l.publish(&mut bss, p, k);
         }
         assert!(
@@ -440,9 +468,36 @@ mod tests {
             .1
             .replace("walk_depth = 8", "walk_depth = 99");
         std::fs::write(&file, text).unwrap();
-        let e = format!("{:#}", l.prepare(file.to_str().unwrap()).unwrap_err());
+        let e = format!("{:#}", Wanted::read(file.to_str().unwrap()).unwrap_err());
         assert!(e.contains("walk_depth = 99"), "{e}");
-        assert!(l.prepare("nosuch").is_err());
+        let e = format!(
+            "{:#}",
+            l.prepare(Wanted::read("nosuch").unwrap()).unwrap_err()
+        );
+        assert!(e.contains("\"nosuch\"") && e.contains("sky1"), "{e}");
         assert_eq!((l.policy.name.as_str(), l.generation), ("sky1", 0));
+    }
+
+    /// The run loop and every other client wait on the switcher's lock:
+    /// a file, however slow to read, is read before it is taken.
+    #[test]
+    fn a_policy_file_is_read_before_the_lock_is_taken() {
+        let switcher = Switcher::new(live());
+        let held = switcher.lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let other = switcher.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                other
+                    .switch("/nonexistent/p.toml")
+                    .map_err(|e| format!("{e:#}")),
+            );
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(2));
+        drop(held);
+        let e = answer
+            .expect("the switch waited for the lock before reading the file")
+            .unwrap_err();
+        assert!(e.contains("/nonexistent/p.toml"), "{e}");
     }
 }

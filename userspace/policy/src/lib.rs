@@ -11,6 +11,9 @@ use sky_gangs::rules::{GangRuleSpec, GangRules};
 use sky_topology::DecayThresholds;
 use std::path::Path;
 
+mod file;
+pub use file::{read_policy_file, MAX_POLICY_FILE_BYTES};
+
 /// The presets shipped in `scheds/`, by name.
 pub const PRESETS: [(&str, &str); 3] = [
     ("sky1", include_str!("../../../scheds/sky1.toml")),
@@ -156,9 +159,28 @@ const SLICE_US: (u64, u64) = (100, 100_000);
 const SLICE_MIN_US: (u64, u64) = (50, 100_000);
 const AFFINITY_GRACE_US: (u64, u64) = (0, 100_000);
 const SLEEPER_CREDIT_US: (u64, u64) = (0, 1_000_000);
-const STARVE_MS: (u64, u64) = (1, 10_000);
+/// The rescue scans every starve_ms / 8: below 10 ms that is more often
+/// than every 1.25 ms, timer and scan overhead for no gain.
+const STARVE_MS: (u64, u64) = (10, 10_000);
 const DECAY_US: (u64, u64) = (1, 10_000_000);
 const DECAY_KB: (u64, u64) = (1, 1 << 30);
+
+/// The longest policy name.
+const NAME_MAX: usize = 64;
+
+/// A policy's name is one word of a line-based protocol (`policy=NAME
+/// generation=N` on the control socket and the stats line): a space or a
+/// newline in it would split or forge that line.
+fn check_name(name: &str) -> Result<()> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if name.is_empty() || name.len() > NAME_MAX || !name.bytes().all(plain) {
+        bail!(
+            "name = {name:?} is not allowed: a name is 1 to {NAME_MAX} characters, \
+             each a letter A-Z or a-z, a digit, '.', '_' or '-'"
+        );
+    }
+    Ok(())
+}
 
 fn check(field: &str, value: u64, (lo, hi): (u64, u64)) -> Result<()> {
     if value < lo || value > hi {
@@ -182,8 +204,7 @@ impl Policy {
     pub fn load(name_or_path: &str) -> Result<Self> {
         if names_a_file(name_or_path) {
             let path = Path::new(name_or_path);
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading policy file {}", path.display()))?;
+            let text = read_policy_file(path)?;
             return Self::parse(&text, &path.display().to_string());
         }
         match PRESETS.iter().find(|(name, _)| *name == name_or_path) {
@@ -196,9 +217,7 @@ impl Policy {
     }
 
     fn validate(&self) -> Result<()> {
-        if self.name.trim().is_empty() {
-            bail!("name is empty");
-        }
+        check_name(&self.name)?;
         check("walk_depth", self.walk_depth.into(), WALK_DEPTH)?;
         check("slice_us", self.slice_us, SLICE_US)?;
         check("slice_min_us", self.slice_min_us, SLICE_MIN_US)?;

@@ -280,3 +280,166 @@ fn gang_rules_are_read_and_bad_ones_named() {
     let e = format!("{:#}", Policy::parse(&text, "p.toml").unwrap_err());
     assert!(e.contains("p.toml") && e.contains("gang_rule #1"), "{e}");
 }
+
+/// The sky1 preset padded with a comment to `len` bytes.
+fn padded_to(len: usize) -> String {
+    let mut text = PRESETS[0].1.to_string() + "#";
+    assert!(text.len() < len);
+    text.push_str(&"x".repeat(len - text.len() - 1));
+    text.push('\n');
+    assert_eq!(text.len(), len);
+    text
+}
+
+/// `Policy::load` on a thread, so that a load that blocks fails the test
+/// instead of hanging it.
+fn load_within_2s(path: &std::path::Path) -> Result<Policy, String> {
+    let path = path.to_str().unwrap().to_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(Policy::load(&path).map_err(|e| format!("{e:#}")));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(2))
+        .expect("loading the policy file blocked for 2 s")
+}
+
+#[test]
+fn a_fifo_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fifo.toml");
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let e = load_within_2s(&path).unwrap_err();
+    assert!(
+        e.contains(path.to_str().unwrap()) && e.contains("is a FIFO, not a regular file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn dev_zero_is_refused_as_a_character_device() {
+    let e = load_within_2s(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(
+        e.contains("/dev/zero is a character device, not a regular file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_directory_and_a_socket_are_refused_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("d.toml");
+    std::fs::create_dir(&sub).unwrap();
+    let e = load_within_2s(&sub).unwrap_err();
+    assert!(
+        e.contains(sub.to_str().unwrap()) && e.contains("is a directory, not a regular file"),
+        "{e}"
+    );
+    let sock = dir.path().join("s.toml");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let e = load_within_2s(&sock).unwrap_err();
+    assert!(
+        e.contains(sock.to_str().unwrap()) && e.contains("is a socket, not a regular file"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_10_mb_policy_file_is_refused_with_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.toml");
+    // A valid policy, padded with a comment: only its size is wrong.
+    std::fs::write(&path, padded_to(10 << 20)).unwrap();
+    let e = load_within_2s(&path).unwrap_err();
+    assert!(
+        e.contains(path.to_str().unwrap())
+            && e.contains("is 10485760 bytes, more than the cap of 65536 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_policy_file_up_to_64_kib_is_read_and_one_byte_more_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("padded.toml");
+    for len in [65_535, 65_536] {
+        std::fs::write(&path, padded_to(len)).unwrap();
+        assert_eq!(load_within_2s(&path).unwrap().name, "sky1", "{len} bytes");
+    }
+    std::fs::write(&path, padded_to(65_537)).unwrap();
+    let e = load_within_2s(&path).unwrap_err();
+    assert!(e.contains("is 65537 bytes"), "{e}");
+}
+
+#[test]
+fn a_policy_file_that_is_not_utf8_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("latin1.toml");
+    let mut bytes = PRESETS[0].1.as_bytes().to_vec();
+    bytes.extend_from_slice(b"# caf\xe9\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let e = load_within_2s(&path).unwrap_err();
+    assert!(
+        e.contains(path.to_str().unwrap())
+            && e.contains(&format!(
+                "is not UTF-8 text (invalid byte at offset {})",
+                PRESETS[0].1.len() + 5
+            )),
+        "{e}"
+    );
+}
+
+#[test]
+fn starve_ms_below_10_is_refused() {
+    // vtime with 1 ms slices: 4 ms of patience, so the wait bound alone
+    // would allow starve_ms down to 6.
+    let text = |starve_ms: u64| {
+        PRESETS[2]
+            .1
+            .replace("slice_us = 5000", "slice_us = 1000")
+            .replace("starve_ms = 50", &format!("starve_ms = {starve_ms}"))
+    };
+    let e = format!("{:#}", Policy::parse(&text(9), "p.toml").unwrap_err());
+    assert!(
+        e.contains("p.toml") && e.contains("starve_ms = 9 is outside 10..=10000"),
+        "{e}"
+    );
+    assert_eq!(Policy::parse(&text(10), "p.toml").unwrap().starve_ms, 10);
+    let over = Overrides {
+        starve_ms: Some(9),
+        slice_us: Some(1000),
+        ..Default::default()
+    };
+    let e = format!(
+        "{:#}",
+        Policy::load("vtime")
+            .unwrap()
+            .resolve(&over, &derived())
+            .unwrap_err()
+    );
+    assert!(e.contains("starve_ms = 9 is outside 10..=10000"), "{e}");
+}
+
+#[test]
+fn policy_names_are_one_plain_word() {
+    let named = |name: &str| {
+        PRESETS[2]
+            .1
+            .replace("name = \"vtime\"", &format!("name = {name:?}"))
+    };
+    let long = "n".repeat(65);
+    for bad in ["a b", "x\ny", long.as_str(), "", "caf\u{e9}", "a=b"] {
+        let e = format!("{:#}", Policy::parse(&named(bad), "p.toml").unwrap_err());
+        assert!(
+            e.contains("p.toml")
+                && e.contains(&format!("name = {bad:?} is not allowed"))
+                && e.contains("1 to 64 characters"),
+            "{e}"
+        );
+    }
+    let longest = "n".repeat(64);
+    for good in ["my-policy_1.2", longest.as_str(), "X"] {
+        assert_eq!(Policy::parse(&named(good), "p.toml").unwrap().name, good);
+    }
+}
