@@ -6,25 +6,55 @@ use crate::live_policy::Switcher;
 use log::{info, warn};
 use sky_control::Server;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
-/// Listens in `dir` on a thread of its own until `stop`. Without a socket
-/// (not root, a squatted directory) scx_sky runs on with one warning:
-/// switching is then possible only by restarting it.
-pub fn start(dir: &Path, stop: Arc<AtomicBool>, live: Switcher) {
+/// The control socket's thread; dropping it stops the thread, and the
+/// server removes its socket (and the directory it made): every way out
+/// of the daemon short of SIGKILL leaves nothing behind.
+pub struct Control {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Listens in `dir` on a thread of its own until the returned handle is
+/// dropped. Called once scx_sky is attached: only the scheduler the kernel
+/// runs owns the socket (a second instance refuses before it gets here).
+/// Without a socket (not root, a squatted directory, another scx_sky
+/// answering) scx_sky runs on with one warning: switching is then
+/// possible only by restarting it.
+pub fn start(dir: &Path, live: Switcher) -> Option<Control> {
     let server = match Server::bind(dir) {
         Ok(s) => s,
         Err(e) => {
             warn!("no control socket ({e:#}): policies cannot be switched at runtime");
-            return;
+            return None;
         }
     };
     info!("control socket {}", server.path().display());
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
     let spawned = std::thread::Builder::new()
         .name("sky-control".into())
-        .spawn(move || server.serve(&stop, move |req| live.answer(req)));
-    if let Err(e) = spawned {
-        warn!("no control thread ({e}): policies cannot be switched at runtime");
+        .spawn(move || server.serve(&stopped, move |req| live.answer(req)));
+    match spawned {
+        Ok(thread) => Some(Control {
+            stop,
+            thread: Some(thread),
+        }),
+        Err(e) => {
+            warn!("no control thread ({e}): policies cannot be switched at runtime");
+            None
+        }
     }
 }

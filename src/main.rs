@@ -118,10 +118,14 @@ fn run_scheduler(opts: &cli::RunOpts, control_dir: &std::path::Path) -> Result<(
     signal_hook::flag::register(signal_hook::consts::SIGHUP, reread.clone())
         .context("installing the SIGHUP handler")?;
     let live = live_policy::Switcher::new(scheduler::start_policy(opts)?);
-    control::start(control_dir, shutdown.clone(), live.clone());
     let mut open_object = MaybeUninit::uninit();
+    // Bound once attached, kept across reloads, removed on the way out.
+    let mut control = None;
     loop {
         let mut sched = Scheduler::init(opts, &live, &mut open_object)?;
+        if control.is_none() {
+            control = control::start(control_dir, live.clone());
+        }
         let exit = sched.run(&shutdown, &reread, &opts.policy)?;
         if shutdown.load(Ordering::Relaxed) || !exit.should_restart() {
             return Ok(());

@@ -13,7 +13,6 @@ use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
 use sky_stats::scx_stats::serde_json::Value;
-use sky_stats::scx_stats::StatsServer;
 use sky_stats::{SampleRequest, ThreadView};
 use sky_topology::{DecayThresholds, Topology};
 use std::mem::MaybeUninit;
@@ -36,7 +35,7 @@ pub struct Scheduler<'a> {
     live: Switcher,
     /// The scx_stats server (`scx_sky stats`, scx tools); None if it
     /// could not listen.
-    stats_server: Option<StatsServer<SampleRequest, Value>>,
+    stats_server: Option<sky_stats::Served>,
     /// The PMU counters BPF reads and the program that charges them to
     /// tasks; held for the run.
     _pmu: Option<(sky_classify::pmu::OpenCounters, Option<libbpf_rs::Link>)>,
@@ -458,7 +457,31 @@ fn check_sched_ext_at(sysfs_dir: &std::path::Path) -> Result<()> {
             kernel_release()
         );
     }
+    // Checked before anything is set up: a second instance must leave the
+    // running one alone (its control socket above all), not fail later.
+    if let Some(ops) = running_scheduler(sysfs_dir) {
+        bail!(
+            "another sched_ext scheduler is running: {ops} ({}/root/ops); \
+             scx_sky leaves it alone: stop it first",
+            sysfs_dir.display()
+        );
+    }
     Ok(())
+}
+
+/// The scheduler the kernel runs now, by its ops name, if any.
+fn running_scheduler(sysfs_dir: &std::path::Path) -> Option<String> {
+    let state = std::fs::read_to_string(sysfs_dir.join("state")).ok()?;
+    if !matches!(state.trim(), "enabled" | "enabling") {
+        return None;
+    }
+    // root/ops since 6.16; ops before.
+    let ops = ["root/ops", "ops"]
+        .iter()
+        .find_map(|f| std::fs::read_to_string(sysfs_dir.join(f)).ok())
+        .map(|o| o.trim().to_string())
+        .filter(|o| !o.is_empty());
+    Some(ops.unwrap_or_else(|| "(ops name unreadable)".into()))
 }
 
 /// libbpf fills the kernel config values BPF reads (`CONFIG_PREEMPT_RCU`,
@@ -526,5 +549,34 @@ mod tests {
         assert!(e.contains("CONFIG_SCHED_CLASS_EXT=y"), "{e}");
         assert!(e.contains("cargo xtask run"), "{e}");
         assert!(check_sched_ext_at(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_running_scheduler_is_named_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("root")).unwrap();
+        std::fs::write(dir.path().join("root/ops"), "bpfland_1.0.20\n").unwrap();
+        for (state, running) in [
+            ("enabled\n", true),
+            ("enabling", true),
+            ("disabled\n", false),
+        ] {
+            std::fs::write(dir.path().join("state"), state).unwrap();
+            let r = check_sched_ext_at(dir.path());
+            assert_eq!(r.is_err(), running, "state {state:?}: {r:?}");
+            if let Err(e) = r {
+                let e = e.to_string();
+                assert!(
+                    e.contains("another sched_ext scheduler is running: bpfland_1.0.20"),
+                    "{e}"
+                );
+                assert!(e.contains("root/ops") && e.contains("stop it first"), "{e}");
+            }
+        }
+        // Before 6.16 the name is in ops.
+        std::fs::remove_dir_all(dir.path().join("root")).unwrap();
+        std::fs::write(dir.path().join("ops"), "lavd_1\n").unwrap();
+        std::fs::write(dir.path().join("state"), "enabled").unwrap();
+        assert!(format!("{:#}", check_sched_ext_at(dir.path()).unwrap_err()).contains("lavd_1"));
     }
 }

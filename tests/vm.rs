@@ -78,6 +78,13 @@ fn loads_survives_sigkill_and_reloads_for_an_unknown_cpu() {
         "ops name {:?} is not scx_sky's",
         check(&c, "ops")
     );
+    // A second instance refused, naming the first, and took nothing of it.
+    assert_eq!(check(&c, "second_exit"), "1");
+    assert_eq!(check(&c, "second_named_ops"), "1");
+    assert_eq!(check(&c, "first_still_controlled"), "yes");
+    // A stopped daemon leaves neither its control socket nor its stats one.
+    assert_eq!(check(&c, "control_left"), "0");
+    assert_eq!(check(&c, "stats_left"), "0");
     // SIGKILL: the kernel unregisters the scheduler by itself and a new
     // daemon attaches.
     assert_eq!(check(&c, "state_after_sigkill"), "disabled");

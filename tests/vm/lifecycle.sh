@@ -7,6 +7,12 @@ echo "check state_before=$(state)"
 start_sky --stats-interval 1 || exit 1
 echo "check state_running=$(state)"
 echo "check ops=$(cat /sys/kernel/sched_ext/root/ops 2>/dev/null || cat /sys/kernel/sched_ext/ops)"
+# A second instance refuses before it sets anything up, naming the running
+# scheduler, and leaves the first its control socket.
+scx_sky --stats-interval 0 >/tmp/second.log 2>&1
+echo "check second_exit=$?"
+echo "check second_named_ops=$(grep -c 'another sched_ext scheduler is running: sky_' /tmp/second.log)"
+echo "check first_still_controlled=$(scx_sky policy get >/dev/null 2>&1 && echo yes || echo no)"
 sky-work burn --threads "$(nproc)" --seconds 2
 
 kill -KILL "$SKY_PID"
@@ -18,6 +24,8 @@ start_sky --stats-interval 0 || exit 1
 echo "check state_reattached=$(state)"
 stop_sky >/dev/null
 echo "check state_after=$(state)"
+# What the daemon made goes with it.
+echo "check control_left=$(ls -A /run/scx_sky 2>/dev/null | wc -l) stats_left=$(test -e /var/run/scx/root/stats && echo 1 || echo 0)"
 
 echo 0 >/sys/devices/system/cpu/cpu3/online
 start_sky --stats-interval 0 || exit 1

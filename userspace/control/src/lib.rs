@@ -9,13 +9,18 @@
 //! ```
 //!
 //! Failures come back as `error: WHY`. The socket lives in a root-owned
-//! directory of mode 0700 and is itself mode 0600: only root may switch.
-//! A request is at most [`MAX_REQUEST`] bytes and must arrive within
-//! [`IO_TIMEOUT`] of the connection or of the previous answer, or the
-//! connection is closed. Each client is answered on a thread of its own,
-//! at most [`MAX_CLIENTS`] at once, so a slow or hostile client delays
-//! nobody but itself: not other clients, not scheduling (BPF runs on its
-//! own), not the stats loop.
+//! directory of mode 0700 and is itself mode 0600, and the kernel's word
+//! on who connected (`SO_PEERCRED`) must be root or the daemon's own user:
+//! only root may switch, even if the modes were opened up. A request is at
+//! most [`MAX_REQUEST`] bytes and must arrive within [`IO_TIMEOUT`] of the
+//! connection or of the previous answer, and a connection lasts at most
+//! [`SESSION_LIMIT`], or it is closed. Each client is answered on a thread
+//! of its own, at most [`MAX_CLIENTS`] at once, so a slow or hostile
+//! client delays nobody but itself, and not for longer than a session:
+//! not other clients, not scheduling (BPF runs on its own), not the stats
+//! loop. One scheduler owns the socket: a bind refuses a socket something
+//! still answers on, and the server removes its socket (and the directory,
+//! if it made it) when dropped.
 
 use anyhow::{bail, Context, Result};
 use std::io::{ErrorKind, Read, Write};
@@ -36,6 +41,11 @@ pub const MAX_REQUEST: usize = 4096;
 pub const IO_TIMEOUT: Duration = Duration::from_secs(1);
 /// Clients answered at once; one more is told to come back later.
 pub const MAX_CLIENTS: usize = 8;
+/// The longest a connection is kept, however steadily it sends: a client
+/// trickling a request just inside IO_TIMEOUT would otherwise hold one of
+/// the MAX_CLIENTS places for good. A storm of switches on one connection
+/// (the VM tests run 30 s) fits.
+pub const SESSION_LIMIT: Duration = Duration::from_secs(60);
 
 /// How a client's error starts when the scheduler said no.
 const REFUSED: &str = "scx_sky refused: ";
@@ -96,15 +106,20 @@ pub fn socket_path(dir: &Path) -> PathBuf {
 pub struct Server {
     listener: UnixListener,
     path: PathBuf,
+    /// The directory, if this server made it (it goes with the server).
+    made_dir: Option<PathBuf>,
+    session_limit: Duration,
 }
 
 impl Server {
     /// Makes `dir` (mode 0700, and its parents if missing) if needed and
     /// refuses one that is not a
     /// real directory owned by this user with no access for others (a
-    /// squatter could otherwise swap the socket); then replaces any stale
-    /// socket and listens, mode 0600.
+    /// squatter could otherwise swap the socket); refuses a socket that
+    /// something still answers on (another scx_sky); then replaces a stale
+    /// one and listens, mode 0600.
     pub fn bind(dir: &Path) -> Result<Server> {
+        let made_dir = !dir.exists();
         match std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -133,6 +148,12 @@ impl Server {
             );
         }
         let path = socket_path(dir);
+        if UnixStream::connect(&path).is_ok() {
+            bail!(
+                "another scx_sky answers on {}: it keeps its socket (stop it first)",
+                path.display()
+            );
+        }
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -140,13 +161,25 @@ impl Server {
         }
         let listener = UnixListener::bind(&path)
             .with_context(|| format!("listening on {}", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("restricting {}", path.display()))?;
-        Ok(Server { listener, path })
+        let server = Server {
+            listener,
+            path,
+            made_dir: made_dir.then(|| dir.to_path_buf()),
+            session_limit: SESSION_LIMIT,
+        };
+        std::fs::set_permissions(&server.path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("restricting {}", server.path.display()))?;
+        Ok(server)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Connections last at most `limit` instead of [`SESSION_LIMIT`].
+    pub fn with_session_limit(mut self, limit: Duration) -> Server {
+        self.session_limit = limit;
+        self
     }
 
     /// Answers clients until `stop` is set (checked every 100 ms), each on
@@ -165,6 +198,11 @@ impl Server {
             let Ok((mut stream, _)) = self.listener.accept() else {
                 continue;
             };
+            if let Some(why) = refusal(&stream) {
+                let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+                let _ = stream.write_all(format!("error: {why}\n\n").as_bytes());
+                continue;
+            }
             if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
                 clients.fetch_sub(1, Ordering::AcqRel);
                 let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
@@ -177,12 +215,13 @@ impl Server {
             // the handler included), or if it never starts.
             let place = Place(clients.clone());
             let handle = handle.clone();
+            let limit = self.session_limit;
             let _ = std::thread::Builder::new()
                 .name("sky-control-client".into())
                 .spawn(move || {
                     let _place = place;
                     // A client that misbehaves only loses its own answers.
-                    let _ = converse(stream, &*handle);
+                    let _ = converse(stream, limit, &*handle);
                 });
         }
     }
@@ -191,7 +230,46 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        if let Some(dir) = &self.made_dir {
+            // Only if empty: anything else in it is not ours to remove.
+            let _ = std::fs::remove_dir(dir);
+        }
     }
+}
+
+/// Why a connected client may not control the scheduler, if it may not:
+/// the kernel says who connected (`SO_PEERCRED`), whatever the socket's
+/// mode lets through. Root and this daemon's own user may.
+fn refusal(stream: &UnixStream) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match peer_uid(stream) {
+        Ok(uid) if uid == 0 || uid == me => None,
+        Ok(uid) => Some(format!("uid {uid} may not control scx_sky: root only")),
+        Err(e) => Some(format!("cannot tell who connected: {e}")),
+    }
+}
+
+/// The uid of the process that connected `stream`, as the kernel recorded
+/// it at connect time.
+pub fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
+    // SAFETY: ucred is plain data; zero is valid.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt fills at most len bytes of cred, ours.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            &mut cred as *mut libc::ucred as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cred.uid)
 }
 
 /// One of the MAX_CLIENTS places, taken while a client is answered.
@@ -218,6 +296,7 @@ fn readable(listener: &UnixListener, ms: i32) -> bool {
 /// IO_TIMEOUT or sends something that is not a request line.
 fn converse(
     mut stream: UnixStream,
+    limit: Duration,
     handle: &impl Fn(Request) -> Result<String, String>,
 ) -> std::io::Result<()> {
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
@@ -225,7 +304,18 @@ fn converse(
     let mut lines = Lines::default();
     let mut answered = false;
     let mut replies = String::new();
+    let ends = Instant::now() + limit;
     loop {
+        if Instant::now() >= ends {
+            replies += &frame(
+                "error:",
+                &format!(
+                    "session longer than {} ms: connect again",
+                    limit.as_millis()
+                ),
+            );
+            return stream.write_all(replies.as_bytes());
+        }
         match lines.next(&mut stream) {
             Ok(Some(line)) => match Request::parse(&line).and_then(handle) {
                 Ok(text) => replies += &frame("ok", &text),

@@ -40,9 +40,15 @@ impl Drop for Running {
 }
 
 fn serve() -> Running {
+    serve_with(SESSION_LIMIT)
+}
+
+fn serve_with(session_limit: Duration) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let sock_dir = dir.path().join("ctl");
-    let server = Server::bind(&sock_dir).unwrap();
+    let server = Server::bind(&sock_dir)
+        .unwrap()
+        .with_session_limit(session_limit);
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let thread = std::thread::spawn(move || {
@@ -223,4 +229,143 @@ fn a_quiet_session_is_closed_and_a_crowd_is_turned_away() {
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
+}
+
+#[test]
+fn a_trickling_client_is_cut_off_at_the_session_limit() {
+    let s = serve_with(Duration::from_secs(2));
+    let mut c = UnixStream::connect(socket_path(&s.dir.path().join("ctl"))).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 512];
+    // A request every 0.5 s: never quiet for IO_TIMEOUT, so only the
+    // session limit ends it.
+    while started.elapsed() < Duration::from_secs(8) {
+        if c.write_all(b"get\n").is_err() {
+            break;
+        }
+        match c.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(_) => break,
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.contains("error: session longer than 2000 ms: connect again"),
+        "{text}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_socket_that_answers_is_not_taken_over_and_a_server_removes_what_it_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock_dir = dir.path().join("run/ctl");
+    let first = Server::bind(&sock_dir).unwrap();
+    let e = Server::bind(&sock_dir)
+        .err()
+        .expect("a second server took the socket over");
+    assert!(
+        format!("{e:#}").contains("another scx_sky answers on"),
+        "{e:#}"
+    );
+    assert!(
+        socket_path(&sock_dir).exists(),
+        "the first server's socket went"
+    );
+    drop(first);
+    assert!(
+        !socket_path(&sock_dir).exists(),
+        "the socket outlived its server"
+    );
+    assert!(
+        !sock_dir.exists(),
+        "the directory the server made outlived it"
+    );
+    // A stale socket (nothing listening) is replaced.
+    let stale = std::os::unix::net::UnixListener::bind(dir.path().join("stale.sock")).unwrap();
+    drop(stale);
+    std::fs::create_dir(&sock_dir).unwrap();
+    std::fs::set_permissions(&sock_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::rename(dir.path().join("stale.sock"), socket_path(&sock_dir)).unwrap();
+    let again = Server::bind(&sock_dir).unwrap();
+    drop(again);
+    assert!(
+        sock_dir.exists(),
+        "a directory the server did not make was removed"
+    );
+}
+
+/// The kernel's word on who connected decides, not the socket's mode:
+/// with the modes opened up, another user's client is still refused.
+#[test]
+fn a_client_of_another_user_is_refused_by_its_credentials() {
+    let (a, b) = UnixStream::pair().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    assert_eq!(peer_uid(&a).unwrap(), me);
+    assert_eq!(refusal(&b), None, "our own user was refused");
+    if me != 0 {
+        // Becoming another user needs root; the check above is what a
+        // non-root run can prove.
+        return;
+    }
+    let s = serve();
+    let sock_dir = s.dir.path().join("ctl");
+    for (path, mode) in [(s.dir.path(), 0o755), (&sock_dir, 0o755)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let sock = socket_path(&sock_dir);
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let addr = std::ffi::CString::new(sock.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: the child only makes system calls (no allocation, no locks)
+    // and leaves with _exit.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        unsafe { libc::_exit(as_nobody_asks(&addr)) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    assert!(libc::WIFEXITED(status), "the client died: {status}");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "uid 65534's request was not refused (1: answered, 2: no connection)"
+    );
+}
+
+/// In a forked child: becomes uid 65534, asks `get` on the socket at
+/// `addr`; 0 if refused by credentials, 1 if answered, 2 if it could not ask.
+unsafe fn as_nobody_asks(addr: &std::ffi::CStr) -> i32 {
+    if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+        return 2;
+    }
+    let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+    let mut sa: libc::sockaddr_un = std::mem::zeroed();
+    sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (i, &b) in addr
+        .to_bytes()
+        .iter()
+        .enumerate()
+        .take(sa.sun_path.len() - 1)
+    {
+        sa.sun_path[i] = b as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    if fd < 0 || libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
+        return 2;
+    }
+    libc::write(fd, b"get\n".as_ptr().cast(), 4);
+    let mut buf = [0u8; 256];
+    let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+    let want = b"error: uid 65534 may not control scx_sky";
+    i32::from(!(n as usize >= want.len() && &buf[..want.len()] == want))
 }

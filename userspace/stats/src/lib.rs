@@ -18,7 +18,8 @@ use crossbeam::channel::{Receiver, Sender};
 use scx_stats::prelude::*;
 use scx_stats::serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 /// The fields every sample leads with, before the counters.
 pub const POLICY: &str = "policy";
@@ -269,11 +270,45 @@ impl Catalog {
     }
 }
 
-/// Serves `catalog`'s samples at `path` (None: the scx default). Each
+/// Where scx schedulers serve statistics unless told otherwise (scx_stats'
+/// default, where `scx_sky stats` and the scx tools look).
+pub const DEFAULT_SOCKET: &str = "/var/run/scx/root/stats";
+
+/// The stats socket of the running scheduler: mode 0600 whatever the
+/// umask (samples name every thread and its class; only root reads them),
+/// and removed with the server.
+pub struct Served {
+    server: Option<StatsServer<SampleRequest, Value>>,
+    path: PathBuf,
+}
+
+impl Served {
+    /// The scheduler's ends of the server's channels.
+    pub fn channels(&self) -> (Sender<Value>, Receiver<SampleRequest>) {
+        self.server
+            .as_ref()
+            .expect("the server lives as long as Served")
+            .channels()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        // The server wakes its listener through the socket: remove after.
+        drop(self.server.take());
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Serves `catalog`'s samples at `path` (None: [`DEFAULT_SOCKET`]). Each
 /// read sends a [`SampleRequest`] down the returned server's channel; the
 /// scheduler answers with a `Value::Object`: a totals sample, or the
 /// threads asked for (target `threads`, argument `tids`).
-pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<SampleRequest, Value>> {
+pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<Served> {
     let totals: Box<dyn StatsReaderSend<SampleRequest, Value>> =
         Box::new(|_args, (req, res)| ask_sample(req, res));
     let delta_catalog = catalog.clone();
@@ -310,11 +345,22 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<StatsServer<Sampl
                 Ok(res.recv()?)
             }),
         );
-    let mut server = StatsServer::new(data);
-    if let Some(path) = path {
-        server = server.set_path(path);
-    }
-    server.launch()
+    let path = path.map_or_else(|| PathBuf::from(DEFAULT_SOCKET), Path::to_path_buf);
+    // scx_stats binds with the process umask (0777 under umask 000): a
+    // umask that gives others nothing while it binds, then the mode made
+    // exact. No other thread creates files while the scheduler starts.
+    // SAFETY: umask only swaps the process's file-creation mask.
+    let umask = unsafe { libc::umask(0o077) };
+    let launched = StatsServer::new(data).set_path(&path).launch();
+    // SAFETY: as above, restoring the mask found.
+    unsafe { libc::umask(umask) };
+    let served = Served {
+        server: Some(launched?),
+        path,
+    };
+    std::fs::set_permissions(&served.path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("restricting {}", served.path.display()))?;
+    Ok(served)
 }
 
 /// Asks the scheduler for a totals sample (the channel is scx_stats').

@@ -72,6 +72,26 @@ fn openmetrics_text_has_types_help_totals_and_the_end_mark() {
     }
 }
 
+/// The socket is 0600 under any umask (scx_stats binds with the
+/// process's), and goes with the server.
+#[test]
+fn the_stats_socket_is_root_only_whatever_the_umask_and_removed_after() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stats");
+    // SAFETY: umask only swaps the process's file-creation mask.
+    let before = unsafe { libc::umask(0) };
+    let served = serve(&catalog(), Some(&path));
+    // SAFETY: as above.
+    unsafe { libc::umask(before) };
+    let served = served.unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "mode {mode:o}");
+    assert_eq!(served.path(), path);
+    drop(served);
+    assert!(!path.exists(), "the socket outlived its server");
+}
+
 #[test]
 fn a_served_catalog_answers_meta_totals_and_deltas() {
     let dir = tempfile::tempdir().unwrap();
