@@ -17,13 +17,16 @@ use crate::liveness;
 use crate::membership::Member;
 use crate::space::FILE_PREFIX;
 use crate::{Error, Result};
+use std::collections::HashMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::fmt::Write as _;
 use std::mem::{offset_of, size_of};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::FileExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// Users' registry directories are this followed by `-<uid>`.
 pub const REGISTRY_DIR: &str = "/dev/shm/scx_sky-spaces";
@@ -32,12 +35,24 @@ pub const REGISTRY_DIR: &str = "/dev/shm/scx_sky-spaces";
 pub struct SpaceHints {
     pub name: String,
     pub path: PathBuf,
-    /// Live members' pids: one gang.
+    /// Who the space belongs to and which file it is: spaces of the same
+    /// name (two users' `job`) are told apart by this.
+    pub id: SpaceId,
+    /// Live members' pids, each proven (see [`read_all`]): one gang.
     pub pids: Vec<u32>,
     /// Those of them writing to a persistent queue.
     pub pm_writers: Vec<u32>,
     /// A live member said it is memory-bound (`Space::set_memory_bound`).
     pub memory_bound: bool,
+}
+
+/// A space's identity: the user whose registry lists it and its backing
+/// file (device and inode), as the kernel reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpaceId {
+    pub uid: u32,
+    pub dev: u64,
+    pub ino: u64,
 }
 
 /// The registry base: users' directories are `<base>-<uid>` beside it.
@@ -179,6 +194,12 @@ pub(crate) fn unregister(path: &Path) {
 /// and nobody else can write to, and in it only symlinks named for their
 /// target whose target is a regular file of that uid (or root) that gives
 /// other users nothing. Nothing is opened in a way that could block.
+///
+/// The pid in a member slot is a label its user wrote (with `dd`, if it
+/// likes): a member is listed only if the kernel proves the label —
+/// `/proc/PID/fdinfo` shows that process holding the slot's lock on this
+/// very file — and the process is the registry's user's, the file
+/// owner's or root's. Proofs are kept while the slot's label stays.
 pub fn read_all() -> Vec<SpaceHints> {
     let base = registry_base();
     let (Some(parent), Some(stem)) = (base.parent(), base.file_name()) else {
@@ -227,12 +248,23 @@ fn read_user_registry(uid: u32, dir: &Path) -> Vec<SpaceHints> {
             if !path.is_absolute() || entry_name(&path) != e.file_name() {
                 return None;
             }
-            let (_, members) = read_members_as(&path, Some(&trust)).ok()?;
-            let members: Vec<_> = members.into_iter().filter(|m| m.alive).collect();
+            let (file, _, members) = read_members_as(&path, Some(&trust)).ok()?;
+            let meta = file.metadata().ok()?;
+            let id = SpaceId {
+                uid,
+                dev: meta.dev(),
+                ino: meta.ino(),
+            };
+            let owners = [uid, meta.uid(), 0];
+            let members: Vec<_> = members
+                .into_iter()
+                .filter(|m| m.alive && proven(&id, m, &owners))
+                .collect();
             let file_name = path.file_name()?.to_string_lossy();
             let name = file_name.strip_prefix(FILE_PREFIX).unwrap_or(&file_name);
             Some(SpaceHints {
                 name: name.to_string(),
+                id,
                 pids: members.iter().map(|m| m.pid).collect(),
                 pm_writers: members
                     .iter()
@@ -252,11 +284,70 @@ fn read_user_registry(uid: u32, dir: &Path) -> Vec<SpaceHints> {
 /// without blocking: a FIFO or device squatting a registry entry must not
 /// hang the scheduler daemon. Anyone's file is read: this only shows.
 pub fn read_members(path: &Path) -> Result<(HeaderFixed, Vec<Member>)> {
-    read_members_as(path, None)
+    read_members_as(path, None).map(|(_, header, members)| (header, members))
+}
+
+/// Proofs of member labels: (space, slot, the slot's owner word) -> the
+/// proven process, held by a pidfd (None: the label was refused). Proving
+/// walks /proc/PID/fd, and the listing runs every few tens of ms; the
+/// pidfd says when the proven process is gone, so a pid reused by another
+/// process never inherits its proof.
+type Proofs = HashMap<(SpaceId, u32, u64), Option<OwnedFd>>;
+
+static PROOFS: Mutex<Option<Proofs>> = Mutex::new(None);
+
+/// Proofs kept before they are all dropped and made again.
+const MAX_PROOFS: usize = 1 << 14;
+
+/// Is member `m`'s label proven (see [`read_all`])? `owners`: the uids
+/// whose processes may be members.
+fn proven(space: &SpaceId, m: &Member, owners: &[u32]) -> bool {
+    let key = (*space, m.id, m.owner_word);
+    let mut proofs = PROOFS.lock().unwrap_or_else(|e| e.into_inner());
+    let proofs = proofs.get_or_insert_with(HashMap::new);
+    match proofs.get(&key) {
+        Some(None) => return false,
+        Some(Some(pidfd)) if !exited(pidfd) => return true,
+        _ => {}
+    }
+    // The pidfd first: what is proven next is the process it holds.
+    let pidfd = pidfd_open(m.pid).filter(|_| {
+        liveness::holds_slot(m.pid, space.dev, space.ino, m.id)
+            && crate::proc::real_uid(m.pid).is_some_and(|u| owners.contains(&u))
+    });
+    let ok = pidfd.is_some();
+    // A label that changes is a new key; old keys go when many pile up.
+    if proofs.len() >= MAX_PROOFS {
+        proofs.clear();
+    }
+    proofs.insert(key, pidfd);
+    ok
+}
+
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a descriptor the kernel just gave us, owned from here.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Has the process behind `pidfd` exited? (A pidfd polls readable then.)
+fn exited(pidfd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) != 0 }
 }
 
 /// `read_members`, and if `trust` is given, only of a file it trusts.
-fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, Vec<Member>)> {
+fn read_members_as(
+    path: &Path,
+    trust: Option<&Trust>,
+) -> Result<(std::fs::File, HeaderFixed, Vec<Member>)> {
     let file = match trust {
         Some(t) => files::open_space_file(path, false, t)?,
         None => files::open_regular(path, false)?.0,
@@ -281,6 +372,7 @@ fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, V
             (owner != 0 && (state == SLOT_ACTIVE || state == SLOT_JOINING)).then(|| Member {
                 id: id as u32,
                 pid: owner as u32,
+                owner_word: owner,
                 alive: liveness::slot_locked(std::os::fd::AsRawFd::as_raw_fd(&file), id as u32),
                 // A joiner's flag is still its predecessor's.
                 pm_writer: state == SLOT_ACTIVE
@@ -290,7 +382,7 @@ fn read_members_as(path: &Path, trust: Option<&Trust>) -> Result<(HeaderFixed, V
             })
         })
         .collect();
-    Ok((header, members))
+    Ok((file, header, members))
 }
 
 #[cfg(test)]
@@ -327,6 +419,44 @@ mod tests {
         let via = dir.path().join("sub/../f");
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         assert_eq!(canonical(&via), Some(real));
+    }
+
+    /// A member whose lock the kernel shows is listed only if its process
+    /// belongs to one of the space's users; a proof goes with its process.
+    #[test]
+    fn a_proof_needs_the_slot_lock_and_an_owner_of_the_space() {
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        std::env::set_var("SKY_PVAS_REGISTRY", dir.path().join("registry"));
+        let opts = crate::CreateOptions {
+            dir: dir.path().to_path_buf(),
+            max_members: 2,
+            segment_size: 2 << 20,
+            ..Default::default()
+        };
+        let path = crate::Space::create(&format!("proof-{}", std::process::id()), &opts)
+            .unwrap()
+            .path()
+            .to_path_buf();
+        let me = crate::Space::attach(&path, 1).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        let id = |ino_offset: u64| SpaceId {
+            uid: meta.uid(),
+            dev: meta.dev(),
+            ino: meta.ino() + ino_offset,
+        };
+        let member = me.members().into_iter().find(|m| m.id == 1).unwrap();
+        assert!(proven(&id(0), &member, &[meta.uid()]));
+        // This process is none of the space's users (another key: a new
+        // proof is made).
+        let other_user = meta.uid().wrapping_add(1);
+        let shifted = crate::membership::Member {
+            owner_word: member.owner_word ^ (1 << 63),
+            ..member.clone()
+        };
+        assert!(!proven(&id(0), &shifted, &[other_user]));
+        // Another file: this process holds no lock there.
+        assert!(!proven(&id(1), &member, &[meta.uid()]));
+        drop(me);
     }
 
     #[test]

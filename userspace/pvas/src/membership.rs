@@ -22,6 +22,8 @@ pub struct Member {
     pub id: u32,
     /// The pid the member wrote (a label; see [`Space::verified_pid`]).
     pub pid: u32,
+    /// The whole label word: the pid and the low bits of its start time.
+    pub owner_word: u64,
     /// Holds its slot lock: alive, as the kernel says.
     pub alive: bool,
     pub pm_writer: bool,
@@ -154,6 +156,7 @@ impl Space {
                 (owner != 0 && slot.state.load(Ordering::Acquire) == SLOT_ACTIVE).then(|| Member {
                     id,
                     pid: owner as u32,
+                    owner_word: owner,
                     alive: self.alive(id),
                     pm_writer: slot.pm_writer.load(Ordering::Relaxed) != 0,
                     memory_bound: slot.hints.load(Ordering::Relaxed) & MEMBER_MEMORY_BOUND != 0,

@@ -11,6 +11,14 @@ pub fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// The real uid of `pid` (/proc/PID/status, `Uid:`), or None if there is
+/// no such process.
+pub fn real_uid(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
 pub fn my_pid() -> u32 {
     std::process::id()
 }
@@ -25,5 +33,12 @@ mod tests {
         let t = start_time(me).unwrap();
         assert_eq!(start_time(me), Some(t));
         assert_eq!(start_time(u32::MAX - 1), None);
+    }
+
+    #[test]
+    fn own_real_uid_is_the_one_the_kernel_gives() {
+        // SAFETY: getuid has no preconditions.
+        assert_eq!(real_uid(my_pid()), Some(unsafe { libc::getuid() }));
+        assert_eq!(real_uid(u32::MAX - 1), None);
     }
 }

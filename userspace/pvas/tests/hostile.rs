@@ -46,6 +46,40 @@ fn a_member_whose_pid_is_not_visible_here_stays_a_member() {
     drop(holder);
 }
 
+/// The scheduler daemon reads member tables that their users can write:
+/// a label naming a process that does not hold the slot (root's init, a
+/// bystander, a pid nobody has) is not listed, and no space is ganged or
+/// classed through it; the real holders are.
+#[test]
+fn the_scheduler_lists_only_members_the_kernel_proves() {
+    let s = space("forged", 4, 2);
+    let real = hold(&s.path, 1);
+    let forged: Vec<_> = (2..=4).map(|id| hold(&s.path, id)).collect();
+    let start = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let rest = &stat[stat.rfind(')').unwrap() + 1..];
+        rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+    };
+    let me = std::process::id();
+    // Root's init, this test (alive, but holding no slot), nobody.
+    write_owner_word(&s.path, 2, (start(1) << 32) | 1);
+    write_owner_word(&s.path, 3, (start(me) << 32) | me as u64);
+    write_owner_word(&s.path, 4, (1u64 << 32) | 0x3fff_fff0);
+    let listed = hints::read_all()
+        .into_iter()
+        .find(|h| h.path == std::fs::canonicalize(&s.path).unwrap())
+        .expect("the space is not listed");
+    assert_eq!(listed.pids, vec![real.child.id()], "{listed:?}");
+    // The labels stay what their members wrote: only the daemon's view
+    // leaves them out.
+    let (_, members) = hints::read_members(&s.path).unwrap();
+    assert!(
+        members.iter().any(|m| m.id == 2 && m.pid == 1),
+        "{members:?}"
+    );
+    drop(forged);
+}
+
 /// A sender that has not noticed this member restarted leaves a completed
 /// message addressed to the previous incarnation: the new one does not
 /// take it for its first message, and messaging with the real sender
