@@ -305,19 +305,53 @@ fn class_of(hints: &Hints, task: &TaskId<'_>, in_space_pm_writer: bool, measured
         .unwrap_or(measured)
 }
 
+/// What [`PmuClasses::observe`] asks of the counts map: a subset of
+/// [`MapCore`], which is sealed, so that a fake map can stand in for it.
+trait CountsMap {
+    /// Walks the keys as `BPF_MAP_GET_NEXT_KEY` does, one call per key.
+    fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_;
+    fn lookup(&self, key: &[u8], flags: MapFlags) -> libbpf_rs::Result<Option<Vec<u8>>>;
+    fn delete(&self, key: &[u8]) -> libbpf_rs::Result<()>;
+}
+
+impl<M: MapCore> CountsMap for M {
+    fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        MapCore::keys(self)
+    }
+
+    fn lookup(&self, key: &[u8], flags: MapFlags) -> libbpf_rs::Result<Option<Vec<u8>>> {
+        MapCore::lookup(self, key, flags)
+    }
+
+    fn delete(&self, key: &[u8]) -> libbpf_rs::Result<()> {
+        MapCore::delete(self, key)
+    }
+}
+
 impl PmuClasses {
     /// Each counted task's deltas since the last period go through the
-    /// classifier; tasks gone are forgotten and their sums removed.
+    /// classifier, once; tasks gone are forgotten and their sums removed.
     /// A task whose measured class changes is logged with the features
     /// that decided it (`alive`: the tasks running, with their names).
-    fn observe(&mut self, counts: &impl MapCore, alive: &HashMap<u32, &str>) {
+    fn observe(&mut self, counts: &impl CountsMap, alive: &HashMap<u32, &str>) {
         self.period.clear();
-        for key in counts.keys() {
-            let Some(tid) = key.as_slice().try_into().ok().map(u32::from_ne_bytes) else {
-                continue;
-            };
+        // The walk finishes before any delete: deleting the key it stands
+        // on sends the kernel's walk back to the first bucket, which costs
+        // a pass per dead task and takes the live ones again, with
+        // near-zero deltas in place of their period's. A walk can still
+        // return a key twice when BPF evicts or adds entries meanwhile:
+        // each task is taken once.
+        let mut tids: Vec<u32> = counts
+            .keys()
+            .filter_map(|key| key.as_slice().try_into().ok().map(u32::from_ne_bytes))
+            .collect();
+        tids.sort_unstable();
+        tids.dedup();
+        let mut gone = Vec::new();
+        for tid in tids {
+            let key = tid.to_ne_bytes();
             let Some(comm) = alive.get(&tid) else {
-                let _ = counts.delete(&key);
+                gone.push(key);
                 self.deltas.forget(tid);
                 self.classifier.forget(&tid);
                 continue;
@@ -343,6 +377,9 @@ impl PmuClasses {
                     change.from, change.to
                 );
             }
+        }
+        for key in gone {
+            let _ = counts.delete(&key);
         }
     }
 }
@@ -402,6 +439,169 @@ fn shape_value(shape: CommShape) -> u32 {
 mod tests {
     use super::*;
     use sky_classify::Class;
+    use std::cell::{Cell, RefCell};
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+
+    /// A hash map walked as the kernel walks one: the key after the last
+    /// one returned, or the first key again when that one is gone.
+    #[derive(Default)]
+    struct WalkedMap {
+        entries: RefCell<BTreeMap<u32, Vec<u8>>>,
+        /// The walk step at which the walk starts over, as the kernel's
+        /// does when BPF evicts the key it stands on.
+        evict_at: Cell<Option<usize>>,
+        walk_steps: Cell<usize>,
+        lookups: RefCell<HashMap<u32, usize>>,
+        deletes: Cell<usize>,
+    }
+
+    impl WalkedMap {
+        /// Thread `tid` started at 1 and counted (cycles, instructions).
+        fn set(&self, tid: u32, (cycles, instructions): (u64, u64)) {
+            let value = [1, cycles, instructions, 0, 0, 0]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes())
+                .collect();
+            self.entries.borrow_mut().insert(tid, value);
+        }
+
+        /// (walk steps, tasks looked up, most lookups of one task, deletes)
+        /// since the last call.
+        fn take_ops(&self) -> (usize, usize, usize, usize) {
+            let lookups = std::mem::take(&mut *self.lookups.borrow_mut());
+            (
+                self.walk_steps.replace(0),
+                lookups.len(),
+                lookups.values().copied().max().unwrap_or(0),
+                self.deletes.replace(0),
+            )
+        }
+    }
+
+    impl CountsMap for WalkedMap {
+        fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+            let mut prev: Option<u32> = None;
+            std::iter::from_fn(move || {
+                let step = self.walk_steps.get() + 1;
+                self.walk_steps.set(step);
+                let entries = self.entries.borrow();
+                let evicted = self.evict_at.get() == Some(step);
+                let next = match prev {
+                    Some(p) if entries.contains_key(&p) && !evicted => {
+                        entries.range((Bound::Excluded(p), Bound::Unbounded)).next()
+                    }
+                    _ => entries.iter().next(),
+                };
+                let tid = *next?.0;
+                prev = Some(tid);
+                Some(tid.to_ne_bytes().to_vec())
+            })
+        }
+
+        fn lookup(&self, key: &[u8], _: MapFlags) -> libbpf_rs::Result<Option<Vec<u8>>> {
+            let tid = u32::from_ne_bytes(key.try_into().unwrap());
+            *self.lookups.borrow_mut().entry(tid).or_default() += 1;
+            Ok(self.entries.borrow().get(&tid).cloned())
+        }
+
+        fn delete(&self, key: &[u8]) -> libbpf_rs::Result<()> {
+            self.deletes.set(self.deletes.get() + 1);
+            let tid = u32::from_ne_bytes(key.try_into().unwrap());
+            self.entries.borrow_mut().remove(&tid);
+            Ok(())
+        }
+    }
+
+    fn pmu_classes() -> PmuClasses {
+        PmuClasses {
+            classifier: Classifier::new(Policy::load("sky1").unwrap().classify).unwrap(),
+            deltas: Deltas::default(),
+            period: HashMap::new(),
+            open: [true; 5],
+            record: None,
+        }
+    }
+
+    /// The live tasks whose period counts are not `want`'s.
+    fn wrong_counts(pmu: &PmuClasses, want: &HashMap<u32, (u64, u64)>) -> Vec<u32> {
+        let mut wrong: Vec<u32> = want
+            .iter()
+            .filter(|(tid, counts)| pmu.period.get(tid) != Some(counts))
+            .map(|(tid, _)| *tid)
+            .collect();
+        wrong.sort_unstable();
+        wrong
+    }
+
+    /// 1000 counted threads, 300 of them gone (spread over the map).
+    fn thousand_threads(map: &WalkedMap) -> HashMap<u32, &'static str> {
+        for tid in 1..=1000 {
+            map.set(tid, (3 * u64::from(tid), 2 * u64::from(tid)));
+        }
+        (1..=1000)
+            .filter(|tid| tid % 10 >= 3)
+            .map(|tid| (tid, "worker"))
+            .collect()
+    }
+
+    #[test]
+    fn each_counted_task_is_taken_once_and_the_gone_deleted_after_the_walk() {
+        let map = WalkedMap::default();
+        let alive = thousand_threads(&map);
+        let mut pmu = pmu_classes();
+        pmu.observe(&map, &alive);
+        let (steps, looked_up, most, deletes) = map.take_ops();
+        assert!(
+            steps <= 1001,
+            "{steps} walk steps for 1000 keys (one pass is 1001)"
+        );
+        assert_eq!(
+            (looked_up, most, deletes),
+            (700, 1, 300),
+            "(tasks looked up, most lookups of one task, deletes)"
+        );
+        let mut left: Vec<u32> = map.entries.borrow().keys().copied().collect();
+        let mut live: Vec<u32> = alive.keys().copied().collect();
+        left.sort_unstable();
+        live.sort_unstable();
+        assert_eq!(
+            left, live,
+            "the gone tasks' entries, and only those, removed"
+        );
+        let want: HashMap<u32, (u64, u64)> = alive
+            .keys()
+            .map(|&tid| (tid, (3 * u64::from(tid), 2 * u64::from(tid))))
+            .collect();
+        let wrong = wrong_counts(&pmu, &want);
+        assert!(
+            wrong.is_empty() && pmu.period.len() == want.len(),
+            "{} of {} live tasks lack their period's counts: {:?}...",
+            wrong.len(),
+            want.len(),
+            &wrong[..wrong.len().min(8)]
+        );
+    }
+
+    #[test]
+    fn a_walk_bpf_sends_back_to_the_start_still_takes_each_task_once() {
+        let map = WalkedMap::default();
+        let alive = thousand_threads(&map);
+        let mut pmu = pmu_classes();
+        pmu.observe(&map, &alive);
+        map.take_ops();
+        // Next period every live task counted 100 cycles and 50
+        // instructions more, and the walk starts over halfway through.
+        for &tid in alive.keys() {
+            map.set(tid, (3 * u64::from(tid) + 100, 2 * u64::from(tid) + 50));
+        }
+        map.evict_at.set(Some(350));
+        pmu.observe(&map, &alive);
+        let (_, looked_up, most, _) = map.take_ops();
+        assert_eq!((looked_up, most), (700, 1));
+        let want: HashMap<u32, (u64, u64)> = alive.keys().map(|&tid| (tid, (100, 50))).collect();
+        assert_eq!(wrong_counts(&pmu, &want), Vec::<u32>::new());
+    }
 
     #[test]
     fn classes_have_the_values_bpf_knows_them_by() {
