@@ -56,24 +56,14 @@ pub fn run(cmd: PvasCommand) -> Result<()> {
             bail!("running {}: {err}", command[0])
         }
         PvasCommand::Ls => {
-            for s in hints::read_all() {
-                let (header, members) = hints::read_members(&s.path)?;
-                println!(
-                    "{} {} ({} members max, {} MiB segments)",
-                    s.name,
-                    s.path.display(),
-                    header.max_members,
-                    header.segment_size >> 20
-                );
-                for m in members {
-                    println!(
-                        "  id {:>2} pid {:>7}{}{}{}",
-                        m.id,
-                        m.pid,
-                        if m.alive { "" } else { " (dead)" },
-                        if m.pm_writer { " pm-writer" } else { "" },
-                        if m.memory_bound { " memory-bound" } else { "" }
-                    );
+            // One space's bad file is a line of its own, not the end of
+            // the listing; names and paths are users' text: escaped.
+            for listed in hints::list() {
+                match listed {
+                    hints::Listed::Refused { path, why } => {
+                        println!("? {}: {}", shown(&path.to_string_lossy()), shown(&why))
+                    }
+                    hints::Listed::Space(s) => print_space(&s),
                 }
             }
             Ok(())
@@ -85,19 +75,22 @@ pub fn run(cmd: PvasCommand) -> Result<()> {
             // Pids read from the member table are only labels any member
             // can write: signal only those the kernel shows holding their
             // slot's lock on this very file.
-            let verified: Vec<u32> = if kill {
+            // Held by pidfd from before the destroy: the signal reaches
+            // that process or none, never one that reused its pid.
+            let verified: Vec<sky_pvas::Process> = if kill {
                 members
                     .iter()
-                    .filter_map(|m| space.verified_pid(m.id))
+                    .filter_map(|m| space.verified_process(m.id))
                     .collect()
             } else {
                 Vec::new()
             };
             space.destroy()?;
             if kill {
-                for &pid in &verified {
-                    // SAFETY: plain kill(2).
-                    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                for p in &verified {
+                    if let Err(e) = p.signal(libc::SIGTERM) {
+                        eprintln!("member pid {} not signalled: {e}", p.pid());
+                    }
                 }
                 let unverified = members.iter().filter(|m| m.alive).count() - verified.len();
                 if unverified > 0 {
@@ -113,5 +106,55 @@ pub fn run(cmd: PvasCommand) -> Result<()> {
             );
             Ok(())
         }
+    }
+}
+
+fn print_space(s: &hints::SpaceHints) {
+    println!(
+        "{} {} (uid {}, {} members max, {} MiB segments)",
+        shown(&s.name),
+        shown(&s.path.to_string_lossy()),
+        s.id.uid,
+        s.header.max_members,
+        s.header.segment_size >> 20
+    );
+    for (m, proven) in &s.members {
+        println!(
+            "  id {:>2} pid {:>7}{}{}{}",
+            m.id,
+            m.pid,
+            match (m.alive, proven) {
+                (false, _) => " (dead)",
+                (true, false) => " (pid not proven: not a member to the scheduler)",
+                (true, true) => "",
+            },
+            if m.pm_writer { " pm-writer" } else { "" },
+            if m.memory_bound { " memory-bound" } else { "" }
+        );
+    }
+}
+
+/// `text` with control characters escaped: a name a user chose must not
+/// drive the reader's terminal.
+fn shown(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn control_characters_in_names_are_escaped() {
+        assert_eq!(super::shown("job-1"), "job-1");
+        assert_eq!(super::shown("a\x1b[2Jb\nc"), "a\\u{1b}[2Jb\\nc");
+        assert_eq!(super::shown("späce"), "späce");
     }
 }

@@ -110,3 +110,52 @@ fn create_run_ls_destroy() {
         text(&o)
     );
 }
+
+/// One space whose file is refused (others may write it) is a line of its
+/// own; the good one is listed in full, and ls succeeds.
+#[test]
+fn ls_lists_past_a_refused_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("sky-cli-ls")
+        .tempdir_in("/dev/shm")
+        .unwrap();
+    let reg = dir.path().join("registry");
+    let d = dir.path().to_str().unwrap();
+    let (good, bad) = (
+        format!("good-{}", std::process::id()),
+        format!("bad-{}", std::process::id()),
+    );
+    for name in [&good, &bad] {
+        let o = scx_sky(
+            &[
+                "pvas",
+                "create",
+                name,
+                "--members",
+                "2",
+                "--segment-mb",
+                "2",
+                "--dir",
+                d,
+            ],
+            &reg,
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let bad_file = dir.path().join(format!("scx_sky-pvas-{bad}"));
+    std::fs::set_permissions(&bad_file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = scx_sky(&["pvas", "ls"], &reg);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&good) && l.contains("2 members max")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("? ") && l.contains(&bad) && l.contains("0666")),
+        "{out}"
+    );
+}

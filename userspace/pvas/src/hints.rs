@@ -15,6 +15,7 @@ use crate::layout::{
 };
 use crate::liveness;
 use crate::membership::Member;
+use crate::proc::Process;
 use crate::space::FILE_PREFIX;
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -38,12 +39,24 @@ pub struct SpaceHints {
     /// Who the space belongs to and which file it is: spaces of the same
     /// name (two users' `job`) are told apart by this.
     pub id: SpaceId,
-    /// Live members' pids, each proven (see [`read_all`]): one gang.
+    pub header: HeaderFixed,
+    /// Every slot in use as its label says, and whether the kernel proves
+    /// that label (see [`read_all`]): what `scx_sky pvas ls` shows.
+    pub members: Vec<(Member, bool)>,
+    /// Live members' pids, each proven: one gang.
     pub pids: Vec<u32>,
     /// Those of them writing to a persistent queue.
     pub pm_writers: Vec<u32>,
     /// A live member said it is memory-bound (`Space::set_memory_bound`).
     pub memory_bound: bool,
+}
+
+/// A registry entry as `scx_sky pvas ls` shows it: a space, or why its
+/// file was not read.
+#[derive(Debug)]
+pub enum Listed {
+    Space(Box<SpaceHints>),
+    Refused { path: PathBuf, why: String },
 }
 
 /// A space's identity: the user whose registry lists it and its backing
@@ -201,6 +214,17 @@ pub(crate) fn unregister(path: &Path) {
 /// very file — and the process is the registry's user's, the file
 /// owner's or root's. Proofs are kept while the slot's label stays.
 pub fn read_all() -> Vec<SpaceHints> {
+    list()
+        .into_iter()
+        .filter_map(|l| match l {
+            Listed::Space(s) => Some(*s),
+            Listed::Refused { .. } => None,
+        })
+        .collect()
+}
+
+/// [`read_all`], with the entries whose files were refused and why.
+pub fn list() -> Vec<Listed> {
     let base = registry_base();
     let (Some(parent), Some(stem)) = (base.parent(), base.file_name()) else {
         return Vec::new();
@@ -215,7 +239,7 @@ pub fn read_all() -> Vec<SpaceHints> {
     };
     let mut prefix = stem.as_bytes().to_vec();
     prefix.push(b'-');
-    let mut out: Vec<SpaceHints> = entries
+    let mut out: Vec<Listed> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name();
@@ -226,11 +250,15 @@ pub fn read_all() -> Vec<SpaceHints> {
         })
         .flat_map(|(uid, dir)| read_user_registry(uid, &dir))
         .collect();
-    out.sort_by(|a, b| (&a.name, &a.path).cmp(&(&b.name, &b.path)));
+    let key = |l: &Listed| match l {
+        Listed::Space(s) => (s.name.clone(), s.path.clone()),
+        Listed::Refused { path, .. } => (String::new(), path.clone()),
+    };
+    out.sort_by_key(key);
     out
 }
 
-fn read_user_registry(uid: u32, dir: &Path) -> Vec<SpaceHints> {
+fn read_user_registry(uid: u32, dir: &Path) -> Vec<Listed> {
     let Ok(fd) = files::open_registry_dir(dir, uid) else {
         return Vec::new();
     };
@@ -248,34 +276,48 @@ fn read_user_registry(uid: u32, dir: &Path) -> Vec<SpaceHints> {
             if !path.is_absolute() || entry_name(&path) != e.file_name() {
                 return None;
             }
-            let (file, _, members) = read_members_as(&path, Some(&trust)).ok()?;
-            let meta = file.metadata().ok()?;
-            let id = SpaceId {
-                uid,
-                dev: meta.dev(),
-                ino: meta.ino(),
-            };
-            let owners = [uid, meta.uid(), 0];
-            let members: Vec<_> = members
-                .into_iter()
-                .filter(|m| m.alive && proven(&id, m, &owners))
-                .collect();
-            let file_name = path.file_name()?.to_string_lossy();
-            let name = file_name.strip_prefix(FILE_PREFIX).unwrap_or(&file_name);
-            Some(SpaceHints {
-                name: name.to_string(),
-                id,
-                pids: members.iter().map(|m| m.pid).collect(),
-                pm_writers: members
-                    .iter()
-                    .filter(|m| m.pm_writer)
-                    .map(|m| m.pid)
-                    .collect(),
-                memory_bound: members.iter().any(|m| m.memory_bound),
-                path,
+            Some(match read_space(uid, &path, &trust) {
+                Ok(space) => Listed::Space(Box::new(space)),
+                Err(e) => Listed::Refused {
+                    path,
+                    why: e.to_string(),
+                },
             })
         })
         .collect()
+}
+
+/// The space at `path`, listed in `uid`'s registry: its members, each
+/// label proven or not.
+fn read_space(uid: u32, path: &Path, trust: &Trust) -> Result<SpaceHints> {
+    let (file, header, members) = read_members_as(path, Some(trust))?;
+    let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
+    let id = SpaceId {
+        uid,
+        dev: meta.dev(),
+        ino: meta.ino(),
+    };
+    let owners = [uid, meta.uid(), 0];
+    let members: Vec<(Member, bool)> = members
+        .into_iter()
+        .map(|m| {
+            let ok = m.alive && proven(&id, &m, &owners);
+            (m, ok)
+        })
+        .collect();
+    let live = || members.iter().filter(|(_, ok)| *ok).map(|(m, _)| m);
+    let file_name = path.file_name().unwrap_or_default().to_string_lossy();
+    let name = file_name.strip_prefix(FILE_PREFIX).unwrap_or(&file_name);
+    Ok(SpaceHints {
+        name: name.to_string(),
+        path: path.to_path_buf(),
+        id,
+        header,
+        pids: live().map(|m| m.pid).collect(),
+        pm_writers: live().filter(|m| m.pm_writer).map(|m| m.pid).collect(),
+        memory_bound: live().any(|m| m.memory_bound),
+        members,
+    })
 }
 
 /// Reads a space's header and member table with plain reads, without
@@ -292,7 +334,7 @@ pub fn read_members(path: &Path) -> Result<(HeaderFixed, Vec<Member>)> {
 /// walks /proc/PID/fd, and the listing runs every few tens of ms; the
 /// pidfd says when the proven process is gone, so a pid reused by another
 /// process never inherits its proof.
-type Proofs = HashMap<(SpaceId, u32, u64), Option<OwnedFd>>;
+type Proofs = HashMap<(SpaceId, u32, u64), Option<Process>>;
 
 static PROOFS: Mutex<Option<Proofs>> = Mutex::new(None);
 
@@ -307,40 +349,21 @@ fn proven(space: &SpaceId, m: &Member, owners: &[u32]) -> bool {
     let proofs = proofs.get_or_insert_with(HashMap::new);
     match proofs.get(&key) {
         Some(None) => return false,
-        Some(Some(pidfd)) if !exited(pidfd) => return true,
+        Some(Some(process)) if !process.exited() => return true,
         _ => {}
     }
     // The pidfd first: what is proven next is the process it holds.
-    let pidfd = pidfd_open(m.pid).filter(|_| {
+    let process = Process::open(m.pid).filter(|_| {
         liveness::holds_slot(m.pid, space.dev, space.ino, m.id)
             && crate::proc::real_uid(m.pid).is_some_and(|u| owners.contains(&u))
     });
-    let ok = pidfd.is_some();
+    let ok = process.is_some();
     // A label that changes is a new key; old keys go when many pile up.
     if proofs.len() >= MAX_PROOFS {
         proofs.clear();
     }
-    proofs.insert(key, pidfd);
+    proofs.insert(key, process);
     ok
-}
-
-fn pidfd_open(pid: u32) -> Option<OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    // SAFETY: a descriptor the kernel just gave us, owned from here.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-/// Has the process behind `pidfd` exited? (A pidfd polls readable then.)
-fn exited(pidfd: &OwnedFd) -> bool {
-    let mut p = libc::pollfd {
-        fd: pidfd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    unsafe { libc::poll(&mut p, 1, 0) != 0 }
 }
 
 /// `read_members`, and if `trust` is given, only of a file it trusts.

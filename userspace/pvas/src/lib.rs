@@ -29,6 +29,7 @@ mod wait;
 
 pub use layout::{HeaderFixed, EAGER_CAP, EXPORT_WORDS, MAX_MEMBERS};
 pub use membership::Member;
+pub use proc::Process;
 pub use space::{CreateOptions, SharedBuf, Space};
 
 /// Raw access to the shared structures, for tests that act as a corrupt or

@@ -20,7 +20,7 @@ const JOIN_POLL: Duration = Duration::from_millis(2);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     pub id: u32,
-    /// The pid the member wrote (a label; see [`Space::verified_pid`]).
+    /// The pid the member wrote (a label; see [`Space::verified_process`]).
     pub pid: u32,
     /// The whole label word: the pid and the low bits of its start time.
     pub owner_word: u64,
@@ -291,16 +291,19 @@ impl Space {
         Ok(lock.into_inheritable_fd())
     }
 
-    /// The pid member `id` really runs as, proven from the kernel's side
+    /// The process member `id` really is, proven from the kernel's side
     /// (/proc/PID/fdinfo shows the slot lock on this very file), not just
-    /// read from the member table, which every member can write. Needs the
-    /// access to /proc/PID that signalling it needs in practice.
-    pub fn verified_pid(&self, id: u32) -> Option<u32> {
+    /// read from the member table, which every member can write; held by a
+    /// pidfd, so a signal sent later never reaches a process that reused
+    /// its pid. Needs the access to /proc/PID that signalling it needs in
+    /// practice.
+    pub fn verified_process(&self, id: u32) -> Option<proc::Process> {
         use std::os::unix::fs::MetadataExt;
         self.check_id(id).ok()?;
         let pid = self.slot(id).owner.load(Ordering::Acquire) as u32;
         let meta = self.file.metadata().ok()?;
-        (pid != 0 && liveness::holds_slot(pid, meta.dev(), meta.ino(), id)).then_some(pid)
+        // The pidfd first: what is proven next is the process it holds.
+        proc::Process::open(pid).filter(|_| liveness::holds_slot(pid, meta.dev(), meta.ino(), id))
     }
 }
 

@@ -42,7 +42,7 @@ fn a_member_whose_pid_is_not_visible_here_stays_a_member() {
     assert!(observer.alive(1));
     assert!(observer.members().iter().any(|m| m.id == 1 && m.alive));
     // The label is not proof enough to signal anyone.
-    assert_eq!(observer.verified_pid(1), None);
+    assert_eq!(observer.verified_process(1).map(|p| p.pid()), None);
     drop(holder);
 }
 
@@ -266,7 +266,7 @@ fn exercise(path: &std::path::Path, post: &[(usize, u64, u8)]) {
     }
     let _ = me.members();
     let _ = me.alive(1);
-    let _ = me.verified_pid(1);
+    let _ = me.verified_process(1);
     let _ = PmQueue::recover(&me, fuzz_spec(0));
     if let Ok(q) = PmQueue::open(&me, fuzz_spec(0)) {
         let _ = q.position();

@@ -124,7 +124,10 @@ fn a_reserved_slot_is_held_until_the_program_attaches_with_it() {
         Some("ok holding")
     );
     assert!(admin.alive(1));
-    assert_eq!(admin.verified_pid(1), Some(member.child.id()));
+    assert_eq!(
+        admin.verified_process(1).map(|p| p.pid()),
+        Some(member.child.id())
+    );
     assert_eq!(taken(), "error: member ID 1 is held by a live process");
     drop(member);
     let t = Instant::now();

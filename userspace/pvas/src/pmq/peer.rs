@@ -8,9 +8,11 @@
 //! So a wait is bound to the other side only once that side's current
 //! membership has opened this epoch (its counters, in its export area,
 //! carry the epoch; a claim zeroes them); then its death or leaving is
-//! `PeerGone`. Until then the wait goes on while a live process holds the
-//! ID, and for `JOIN_WAIT` after none does (`NotAttached`): no member
-//! blocks forever on another.
+//! `PeerGone`. Until then a holder that leaves fails nothing: the wait
+//! goes on while a live process holds the ID, and for `JOIN_WAIT` after
+//! none does (`NotAttached`). A holder that dies holding the ID (its slot
+//! still active, its lock gone) is `PeerGone` at once, opened or not, as
+//! for messages. No member blocks forever on another.
 
 use super::PmQueue;
 use crate::layout::QueueCounters;
@@ -66,11 +68,17 @@ pub(super) fn wait_for(
         if space.destroyed() {
             return Err(Error::Destroyed);
         }
-        if let Some(peer) = space.active_peer(side).filter(|&p| opened(p)) {
-            return match left() {
-                Some(t) if t.is_zero() => Err(Error::TimedOut),
-                t => wait_until(space, word, Some(peer), t, ready),
-            };
+        match space.active_peer(side) {
+            Some(peer) if opened(peer) => {
+                return match left() {
+                    Some(t) if t.is_zero() => Err(Error::TimedOut),
+                    t => wait_until(space, word, Some(peer), t, ready),
+                }
+            }
+            // Died holding the ID (active, its lock gone): whatever it was
+            // to do here, it will not do as itself.
+            Some(_) if !space.alive(side) => return Err(Error::PeerGone(side)),
+            _ => {}
         }
         if space.alive(side) {
             unheld_since = None;
