@@ -18,7 +18,7 @@ use sky_gangs::detect::{self, Detector, ThreadPeriod};
 use sky_gangs::planner::{
     self, Domain, DomainId, DomainState, GangId, Plan, Planner, Reason, Settings,
 };
-use sky_gangs::rules::{GangKey, GangRules, Hint};
+use sky_gangs::rules::{GangKey, GangRules, Hint, SpaceKey};
 use sky_gangs::table::{GangEntry, GangIds, GangTable};
 use sky_policy::Policy;
 use sky_pvas::hints::SpaceHints;
@@ -166,24 +166,35 @@ pub struct GangFeed {
     warned_full: bool,
     warned_dangling: bool,
     /// Each space's member processes at the last refresh.
-    spaces_seen: Vec<(String, Vec<u32>)>,
+    spaces_seen: Vec<(SpaceKey, Vec<u32>)>,
     /// When a space was last there.
     spaces_last_seen: Option<Instant>,
     view: GangsView,
 }
 
 /// Each space with its member processes, in a comparable form.
-fn members_signature(spaces: &[SpaceHints]) -> Vec<(String, Vec<u32>)> {
-    let mut v: Vec<(String, Vec<u32>)> = spaces
+fn members_signature(spaces: &[SpaceHints]) -> Vec<(SpaceKey, Vec<u32>)> {
+    let mut v: Vec<(SpaceKey, Vec<u32>)> = spaces
         .iter()
         .map(|s| {
             let mut pids = s.pids.clone();
             pids.sort_unstable();
-            (s.name.clone(), pids)
+            (space_key(s), pids)
         })
         .collect();
     v.sort();
     v
+}
+
+/// A space as gangs know it: its name for rules, its owner and file to
+/// tell it from another user's space of the same name.
+fn space_key(s: &SpaceHints) -> SpaceKey {
+    SpaceKey {
+        name: s.name.clone(),
+        uid: s.id.uid,
+        dev: s.id.dev,
+        ino: s.id.ino,
+    }
 }
 
 impl GangFeed {
@@ -279,10 +290,10 @@ impl GangFeed {
         }
         self.warn_dangling(tasks, spaces);
 
-        let mut members: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        let mut members: BTreeMap<u32, Vec<SpaceKey>> = BTreeMap::new();
         for space in spaces {
             for pid in &space.pids {
-                members.entry(*pid).or_default().push(space.name.clone());
+                members.entry(*pid).or_default().push(space_key(space));
             }
         }
         self.spaces_seen = members_signature(spaces);
@@ -292,10 +303,10 @@ impl GangFeed {
         let table = GangTable::build(tasks, &self.rules, &members, &mut self.ids);
         let by_tid: HashMap<u32, &LiveTask> = tasks.iter().map(|t| (t.tid, t)).collect();
         let class_of_tid = |tid: u32| by_tid.get(&tid).and_then(|t| class_of(t));
-        let flagged: std::collections::HashSet<&str> = spaces
+        let flagged: std::collections::HashSet<SpaceKey> = spaces
             .iter()
             .filter(|s| s.memory_bound)
-            .map(|s| s.name.as_str())
+            .map(space_key)
             .collect();
         let mut threads_now = ThreadsNow::default();
         self.sample_cpi(&table, &by_tid, &period_counts, &mut threads_now);
@@ -304,7 +315,7 @@ impl GangFeed {
             .iter()
             .map(|(key, e)| {
                 let cpi = self.detector.verdict(e.id);
-                let space_says = matches!(key, GangKey::Space(s) if flagged.contains(s.as_str()));
+                let space_says = matches!(key, GangKey::Space(s) if flagged.contains(s));
                 (e.id, memory_bound(e, space_says, &class_of_tid, cpi))
             })
             .collect();
@@ -747,7 +758,13 @@ mod tests {
     #[test]
     fn process_gangs_are_keyed_by_pid_others_above_the_shared_base() {
         assert_eq!(bpf_key(&GangKey::Process(42), GangId(9)), 42);
-        let k = bpf_key(&GangKey::Space("job".into()), GangId(9));
+        let job = SpaceKey {
+            name: "job".into(),
+            uid: 1000,
+            dev: 1,
+            ino: 2,
+        };
+        let k = bpf_key(&GangKey::Space(job), GangId(9));
         assert_eq!(k, intf::SKY_GANG_SHARED_BASE + 9);
         assert!(k > u64::from(u32::MAX));
     }

@@ -86,10 +86,28 @@ pub enum GangKey {
     /// The tasks in this cgroup and below it.
     Cgroup(String),
     /// The member processes of this space.
-    Space(String),
+    Space(SpaceKey),
     /// The tasks a `comm` or `pids` rule gathers (its index among all
     /// rules, command line first, from 0).
     Rule(usize),
+}
+
+/// A shared space: rules match its name; its owner and backing file tell
+/// it apart (two users' spaces called `job` are two spaces, two gangs).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpaceKey {
+    pub name: String,
+    /// The user whose registry lists it.
+    pub uid: u32,
+    /// Its backing file's device and inode.
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl std::fmt::Display for SpaceKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (uid {})", self.name, self.uid)
+    }
 }
 
 /// Which gang a task is in, with the hint and the rule that said so.
@@ -112,8 +130,8 @@ pub struct TaskInfo<'a> {
     pub comm: &'a str,
     /// The cgroup (v2) path, `/` for the root, as in `/proc/PID/cgroup`.
     pub cgroup: &'a str,
-    /// The names of the spaces the process is a member of.
-    pub spaces: &'a [&'a str],
+    /// The spaces the process is a member of.
+    pub spaces: &'a [SpaceKey],
 }
 
 /// Cgroup globs do not cross `/`.
@@ -206,9 +224,9 @@ impl GangRule {
             GangMatcher::Space(p) => task
                 .spaces
                 .iter()
-                .filter(|s| p.matches(s))
+                .filter(|s| p.matches(&s.name))
                 .min()
-                .map(|s| GangKey::Space(s.to_string())),
+                .map(|s| GangKey::Space(s.clone())),
             GangMatcher::Comm(p) => p.matches(task.comm).then_some(GangKey::Rule(index)),
             GangMatcher::Pids(list) => list
                 .binary_search(&task.tgid)
@@ -329,7 +347,7 @@ impl GangRules {
             })
             .unwrap_or_else(|| Gang {
                 key: match task.spaces.iter().min() {
-                    Some(space) => GangKey::Space(space.to_string()),
+                    Some(space) => GangKey::Space(space.clone()),
                     None => GangKey::Process(task.tgid),
                 },
                 hint: Hint::Auto,

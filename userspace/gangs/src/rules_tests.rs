@@ -1,12 +1,24 @@
 use super::*;
 
-fn task<'a>(tgid: u32, comm: &'a str, cgroup: &'a str, spaces: &'a [&'a str]) -> TaskInfo<'a> {
+fn task<'a>(tgid: u32, comm: &'a str, cgroup: &'a str, spaces: &[&str]) -> TaskInfo<'a> {
+    // A test's tasks live as long as the test: the keys may too.
+    let spaces: &'a [SpaceKey] = Box::leak(spaces.iter().map(|n| space(n)).collect());
     TaskInfo {
         pid: tgid + 1,
         tgid,
         comm,
         cgroup,
         spaces,
+    }
+}
+
+/// User 1000's space `name` (its file told apart by the name).
+fn space(name: &str) -> SpaceKey {
+    SpaceKey {
+        name: name.into(),
+        uid: 1000,
+        dev: 1,
+        ino: name.bytes().map(u64::from).sum(),
     }
 }
 
@@ -270,14 +282,14 @@ fn resolution_follows_each_kind() {
     // A space: its members; of two matching spaces the least name.
     assert_eq!(
         rules.resolve(&task(10, "w", "/", &["other", "db-b", "db-a"])),
-        GangKey::Space("db-a".into())
+        GangKey::Space(space("db-a"))
     );
     // A space no rule matches is still a gang of its members (the
     // default), ahead of the process.
     let g = rules.gang(&task(11, "w", "/", &["other"]));
     assert_eq!(
         (g.key, g.hint, g.rule),
-        (GangKey::Space("other".into()), Hint::Auto, None)
+        (GangKey::Space(space("other")), Hint::Auto, None)
     );
     // comm: every matching process together, with the rule's hint.
     let s = rules.gang(&task(12, "stream3", "/", &[]));
@@ -296,7 +308,7 @@ fn with_no_rule_a_spaces_members_are_one_gang_and_others_their_process() {
     let none = GangRules::new(&[], &[]).unwrap();
     assert_eq!(
         none.resolve(&task(5, "a", "/", &["job-b", "job-a"])),
-        GangKey::Space("job-a".into())
+        GangKey::Space(space("job-a"))
     );
     assert_eq!(none.resolve(&task(6, "b", "/", &[])), GangKey::Process(6));
     // A rule that matches comes first.

@@ -4,7 +4,7 @@
 //! shared-space registry's member lists (passed in: pid -> space names).
 
 use crate::planner;
-use crate::rules::{GangKey, GangRules, Hint, TaskInfo};
+use crate::rules::{GangKey, GangRules, Hint, SpaceKey, TaskInfo};
 use sky_classify::live::LiveTask;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -59,7 +59,7 @@ impl GangTable {
     pub fn build(
         tasks: &[LiveTask],
         rules: &GangRules,
-        spaces: &BTreeMap<u32, Vec<String>>,
+        spaces: &BTreeMap<u32, Vec<SpaceKey>>,
         ids: &mut GangIds,
     ) -> GangTable {
         let leaders: HashMap<u32, &str> = tasks
@@ -69,16 +69,12 @@ impl GangTable {
             .collect();
         let mut gangs: BTreeMap<GangKey, GangEntry> = BTreeMap::new();
         for t in tasks {
-            let names: Vec<&str> = spaces
-                .get(&t.pid)
-                .map(|v| v.iter().map(String::as_str).collect())
-                .unwrap_or_default();
             let info = TaskInfo {
                 pid: t.tid,
                 tgid: t.pid,
                 comm: leaders.get(&t.pid).copied().unwrap_or(&t.comm),
                 cgroup: &t.cgroup,
-                spaces: &names,
+                spaces: spaces.get(&t.pid).map_or(&[], Vec::as_slice),
             };
             let gang = rules.gang(&info);
             let entry = gangs.entry(gang.key.clone()).or_insert_with(|| GangEntry {
@@ -162,16 +158,35 @@ mod tests {
             task(2, 2, "b", "/"),
             task(3, 3, "c", "/"),
         ];
-        let spaces = BTreeMap::from([(1, vec!["job".to_string()]), (2, vec!["job".to_string()])]);
+        let job = |uid| SpaceKey {
+            name: "job".into(),
+            uid,
+            dev: 1,
+            ino: 100 + uid as u64,
+        };
+        // Processes 1 and 2 in user 1000's job, 4 in user 1001's.
+        let tasks = [tasks.as_slice(), &[task(4, 4, "d", "/")]].concat();
+        let spaces = BTreeMap::from([
+            (1, vec![job(1000)]),
+            (2, vec![job(1000)]),
+            (4, vec![job(1001)]),
+        ]);
         let mut ids = GangIds::default();
         let t = GangTable::build(&tasks, &rules(&["space:*=memory-bound"]), &spaces, &mut ids);
-        let job = &t.gangs[&GangKey::Space("job".into())];
-        assert_eq!(job.processes, BTreeSet::from([1, 2]));
-        assert_eq!(job.hint, Hint::MemoryBound);
+        let job_a = &t.gangs[&GangKey::Space(job(1000))];
+        assert_eq!(job_a.processes, BTreeSet::from([1, 2]));
+        // Two users' spaces of one name are two gangs.
+        assert_eq!(
+            t.gangs[&GangKey::Space(job(1001))].processes,
+            BTreeSet::from([4])
+        );
+        assert_ne!(job_a.id, t.gangs[&GangKey::Space(job(1001))].id);
+        assert_eq!(job_a.hint, Hint::MemoryBound);
         assert!(t.gangs.contains_key(&GangKey::Process(3)));
         let planned = t.planner_gangs(|_, e| e.hint == Hint::MemoryBound);
-        assert_eq!(planned.iter().filter(|g| g.memory_bound).count(), 1);
-        assert_eq!(planned.iter().find(|g| g.memory_bound).unwrap().threads, 2);
+        assert_eq!(planned.iter().filter(|g| g.memory_bound).count(), 2);
+        let threads = |id| planned.iter().find(|g| g.id == id).unwrap().threads;
+        assert_eq!(threads(job_a.id), 2);
     }
 
     #[test]
