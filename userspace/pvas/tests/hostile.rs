@@ -80,6 +80,81 @@ fn the_scheduler_lists_only_members_the_kernel_proves() {
     drop(forged);
 }
 
+/// A user's space lists only that user's processes: a label naming root's
+/// process or another user's is left out even while a slot is really held
+/// (by the user's own process, which then wrote someone else's pid), and
+/// the user's real member is listed. Run as root (it makes processes of
+/// uids 1000 and 65534); CI is.
+#[test]
+fn a_users_space_lists_only_that_users_proven_processes() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: processes of other users cannot be made here");
+        return;
+    }
+    let (user, other) = (1000u32, 65534u32);
+    let s = space("users", 3, 2);
+    // The space becomes user 1000's: its file, and its entry in that
+    // user's registry directory (moved from root's).
+    std::fs::set_permissions(s.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&s.path, Some(user), Some(user)).unwrap();
+    let base = std::env::var_os("SKY_PVAS_REGISTRY").unwrap();
+    let reg = |uid: u32| {
+        let mut p = base.clone();
+        p.push(format!("-{uid}"));
+        std::path::PathBuf::from(p)
+    };
+    let users_reg = reg(user);
+    let _ = std::fs::create_dir(&users_reg);
+    std::fs::set_permissions(&users_reg, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&users_reg, Some(user), Some(user)).unwrap();
+    let canonical = std::fs::canonicalize(&s.path).unwrap();
+    let entry = std::fs::read_dir(reg(0))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| std::fs::read_link(e.path()).ok().as_deref() == Some(canonical.as_path()))
+        .expect("the space's registry entry");
+    std::fs::rename(entry.path(), users_reg.join(entry.file_name())).unwrap();
+    // Members 1-3: the user's own processes, each holding its slot.
+    let holder = |id: u32| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sky-pvas-peer"));
+        cmd.arg(&s.path).arg(id.to_string()).arg("hold");
+        cmd.uid(user).gid(user);
+        let p = member(cmd);
+        assert_eq!(
+            p.line(Duration::from_secs(10)).as_deref(),
+            Some("ok holding")
+        );
+        p
+    };
+    let members: Vec<_> = (1..=3).map(holder).collect();
+    // Bystanders: root's, and another user's.
+    let mut roots = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let mut others = std::process::Command::new("sleep")
+        .arg("30")
+        .uid(other)
+        .gid(other)
+        .spawn()
+        .unwrap();
+    // Members 2 and 3 relabel themselves with the bystanders' pids.
+    write_owner_word(&s.path, 2, roots.id() as u64);
+    write_owner_word(&s.path, 3, others.id() as u64);
+    let listed = hints::read_all()
+        .into_iter()
+        .find(|h| h.path == canonical)
+        .expect("the user's space is not listed");
+    assert_eq!(listed.id.uid, user);
+    assert_eq!(listed.pids, vec![members[0].child.id()], "{listed:?}");
+    let _ = roots.kill();
+    let _ = others.kill();
+    let _ = (roots.wait(), others.wait());
+}
+
 /// A sender that has not noticed this member restarted leaves a completed
 /// message addressed to the previous incarnation: the new one does not
 /// take it for its first message, and messaging with the real sender
