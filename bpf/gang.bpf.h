@@ -62,6 +62,13 @@ struct {
  */
 const volatile u32 sky_gang_by_class;
 
+/*
+ * Process entries dropped here (their leader exited): when it moves, the
+ * daemon checks that what it wrote is still there, so a reused process ID
+ * of the same gang is written again.
+ */
+u64 sky_proc_gang_dropped;
+
 /* Gangs homed in each domain (see above); may dip below 0 between plans. */
 s32 sky_llc_gangs[SKY_MAX_LLCS];
 /* Homed threads waiting in each domain's queue for their home. */
@@ -358,7 +365,8 @@ static __always_inline void sky_gang_exit(struct task_struct *p, struct sky_task
 		sky_gang_stop_waiting(tctx);
 	if (p->pid != p->tgid)
 		return;
-	bpf_map_delete_elem(&sky_proc_gang, &tgid);
+	if (!bpf_map_delete_elem(&sky_proc_gang, &tgid))
+		__sync_fetch_and_add(&sky_proc_gang_dropped, 1);
 	h = bpf_map_lookup_elem(&sky_gang_homes, &key);
 	if (!h)
 		return;

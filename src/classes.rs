@@ -5,6 +5,7 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::types::sky_comm_rule;
+use crate::map_room::MapRoom;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
@@ -48,7 +49,8 @@ pub fn open_pmu(source: PmuSource, topo: &sky_topology::Topology) -> Option<Open
 pub struct ClassFeed {
     hints: Hints,
     table: ClassTable,
-    warned: bool,
+    /// sky_pid_class: full at the last write?
+    room: MapRoom,
     /// How often the tasks are listed: every 100 ms when some hint is the
     /// daemon's to apply; every second when BPF applies them all (the
     /// listing then only keeps the census and saves BPF the name match).
@@ -142,7 +144,7 @@ impl ClassFeed {
         Ok(ClassFeed {
             hints,
             table: ClassTable::default(),
-            warned: false,
+            room: MapRoom::default(),
             period,
             refreshed_at: None,
             pmu,
@@ -233,16 +235,15 @@ impl ClassFeed {
             (t.tid, class_of(&self.hints, &id, in_space, measured))
         });
         let changes = self.table.update(classes.collect::<Vec<_>>());
+        let mut unwritten = Vec::new();
         for (tid, class) in changes.set {
             let value = class.bpf_value().to_ne_bytes();
             if let Err(e) = map.update(&tid.to_ne_bytes(), &value, MapFlags::ANY) {
                 self.table.forget_failed(tid);
-                if !self.warned {
-                    warn!("could not give task {tid} its class {class}: {e} (map full?)");
-                    self.warned = true;
-                }
+                unwritten.push(format!("task {tid} class {class}: {e}"));
             }
         }
+        self.room.note("sky_pid_class", &unwritten);
         for tid in changes.clear {
             // Gone already is fine: the entry is what we wanted removed.
             let _ = map.delete(&tid.to_ne_bytes());

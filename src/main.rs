@@ -8,6 +8,7 @@ mod control;
 mod gangs;
 mod gangs_cli;
 mod live_policy;
+mod map_room;
 mod policy_cli;
 mod pvas_cli;
 mod scheduler;

@@ -8,6 +8,7 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::types::bss;
+use crate::map_room::MapRoom;
 use anyhow::Result;
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
@@ -24,6 +25,8 @@ use sky_policy::Policy;
 use sky_pvas::hints::SpaceHints;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
+
+mod maps;
 
 const PERIOD: Duration = Duration::from_millis(100);
 /// Spaces are watched this long after the last one went (jobs that make
@@ -163,7 +166,11 @@ pub struct GangFeed {
     demand: HashMap<GangId, VecDeque<u32>>,
     /// The processes BPF knows in a gang of several, as written.
     proc_written: HashMap<u32, u64>,
-    warned_full: bool,
+    /// sky_proc_gang and sky_gang_homes: full at the last write?
+    proc_room: MapRoom,
+    homes_room: MapRoom,
+    /// BPF's count of process entries dropped, as last seen.
+    proc_dropped_seen: u64,
     warned_dangling: bool,
     /// Each space's member processes at the last refresh.
     spaces_seen: Vec<(SpaceKey, Vec<u32>)>,
@@ -225,7 +232,9 @@ impl GangFeed {
             refreshed_at: None,
             demand: HashMap::new(),
             proc_written: HashMap::new(),
-            warned_full: false,
+            proc_room: MapRoom::default(),
+            homes_room: MapRoom::default(),
+            proc_dropped_seen: 0,
             warned_dangling: false,
             spaces_seen: Vec::new(),
             spaces_last_seen: None,
@@ -288,6 +297,7 @@ impl GangFeed {
         if let Some(bss) = &bss {
             self.follow_hotplug(bss);
         }
+        let dropped = bss.as_ref().map(|b| b.sky_proc_gang_dropped);
         self.warn_dangling(tasks, spaces);
 
         let mut members: BTreeMap<u32, Vec<SpaceKey>> = BTreeMap::new();
@@ -380,7 +390,7 @@ impl GangFeed {
         let plan = self.planner.plan(&gangs, now);
         log_changes(&table, &plan);
         self.write_homes(homes, &table, &plan, &in_bpf);
-        self.write_proc_gangs(proc_gang, &table);
+        self.write_proc_gangs(proc_gang, &table, dropped);
         if let Some(bss) = bss {
             publish_counts(bss, &plan, &table, &in_bpf, self.planner.domains().len());
         }
@@ -471,89 +481,6 @@ impl GangFeed {
         for w in self.rules.dangling(&cgroups, &names) {
             warn!("gang rule: {w}");
         }
-    }
-
-    /// Writes the plan's homes; removes homes of gangs that have none now.
-    fn write_homes(
-        &mut self,
-        homes: &impl MapCore,
-        table: &GangTable,
-        plan: &Plan,
-        in_bpf: &BTreeMap<u64, (u32, bool)>,
-    ) {
-        let mut want: HashMap<u64, u32> = HashMap::new();
-        for (key, e) in &table.gangs {
-            if let Some(d) = plan.homes.get(&e.id) {
-                want.insert(bpf_key(key, e.id), d.0);
-            } else if e.hint == Hint::NotMemoryBound && matches!(key, GangKey::Process(_)) {
-                // Keeps BPF from claiming a home for it by its class.
-                want.insert(bpf_key(key, e.id), NO_DOMAIN);
-            }
-        }
-        let listed_processes: std::collections::HashSet<u32> = table
-            .gangs
-            .values()
-            .flat_map(|e| e.processes.iter().copied())
-            .collect();
-        let since = monotonic_ns();
-        for (key, llc) in &want {
-            if in_bpf.get(key) == Some(&(*llc, true)) {
-                continue;
-            }
-            let value = encode_home(*llc, true, since);
-            if let Err(e) = homes.update(&key.to_ne_bytes(), &value, MapFlags::ANY) {
-                if !self.warned_full {
-                    warn!("could not give gang {key:#x} its home: {e} (map full?)");
-                    self.warned_full = true;
-                }
-            }
-        }
-        for (key, (_, planned)) in in_bpf {
-            if want.contains_key(key) {
-                continue;
-            }
-            // A provisional home of a process not listed yet stays: the
-            // next refresh adopts it (or drops it, if the process turns
-            // out to be in a gang of several).
-            let listed =
-                *key < intf::SKY_GANG_SHARED_BASE && listed_processes.contains(&(*key as u32));
-            if *planned || listed {
-                let _ = homes.delete(&key.to_ne_bytes());
-            }
-        }
-    }
-
-    /// Tells BPF which processes are in a gang of several.
-    fn write_proc_gangs(&mut self, proc_gang: &impl MapCore, table: &GangTable) {
-        let mut want: HashMap<u32, u64> = HashMap::new();
-        for (key, e) in &table.gangs {
-            if !matches!(key, GangKey::Process(_)) {
-                for &pid in &e.processes {
-                    want.insert(pid, bpf_key(key, e.id));
-                }
-            }
-        }
-        for (pid, gang) in &want {
-            if self.proc_written.get(pid) == Some(gang) {
-                continue;
-            }
-            if let Err(e) = proc_gang.update(&pid.to_ne_bytes(), &gang.to_ne_bytes(), MapFlags::ANY)
-            {
-                if !self.warned_full {
-                    warn!("could not put process {pid} in gang {gang:#x}: {e} (map full?)");
-                    self.warned_full = true;
-                }
-                continue;
-            }
-            self.proc_written.insert(*pid, *gang);
-        }
-        self.proc_written.retain(|pid, _| {
-            let keep = want.contains_key(pid);
-            if !keep {
-                let _ = proc_gang.delete(&pid.to_ne_bytes());
-            }
-            keep
-        });
     }
 }
 
