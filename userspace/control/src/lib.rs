@@ -314,7 +314,7 @@ fn converse(
                     limit.as_millis()
                 ),
             );
-            return stream.write_all(replies.as_bytes());
+            return hang_up(stream, &replies);
         }
         match lines.next(&mut stream) {
             Ok(Some(line)) => match Request::parse(&line).and_then(handle) {
@@ -339,6 +339,25 @@ fn converse(
             answered = true;
         }
     }
+}
+
+/// Writes `last` and hangs up on a client that may still be sending: its
+/// sends are read and dropped until it closes (for at most IO_TIMEOUT), as
+/// closing with its request unread would reset the connection and the
+/// client could lose `last` with it.
+fn hang_up(mut stream: UnixStream, last: &str) -> std::io::Result<()> {
+    stream.write_all(last.as_bytes())?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let until = Instant::now() + IO_TIMEOUT;
+    let mut sink = [0u8; 512];
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        stream.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// `HEAD TEXT`, its lines, and the empty line that ends every answer
