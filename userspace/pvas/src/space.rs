@@ -277,7 +277,7 @@ impl Space {
                 Ok("flush") => persist = PersistMode::Flush(crate::persist::best_flush()),
                 _ => {}
             }
-            if crate::persist::sim::attach(base) {
+            if crate::persist::sim::attach(base, header.total_size as usize) {
                 persist = PersistMode::Simulated;
             }
         }

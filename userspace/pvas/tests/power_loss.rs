@@ -2,10 +2,12 @@
 //! both sides, followed by a reboot and resume of both sides.
 //!
 //! The sender and receiver run as separate processes under the simulated
-//! persistent memory of `sky_pvas::persist::sim`: only flushed-and-fenced
+//! persistent memory of `sky_pvas::persist::sim`: flushed-and-fenced
 //! cache lines reach the image; at step k the power fails, and the lines
 //! flushed but not fenced reach it not at all, all, or only the last
-//! flush's. The image is then booted: new processes open the queue, the
+//! flush's; or else any line stored to and never flushed may have been
+//! written back early (all such lines, or every other one, land). The
+//! image is then booted: new processes open the queue, the
 //! sender re-sends from where the queue says, the receiver continues. The
 //! rules checked after every run:
 //! - nothing acknowledged is lost: the resumed sender's position is the
@@ -25,7 +27,7 @@
 mod common;
 
 use common::*;
-use sky_pvas::persist::sim::{self, Dropped, Unfenced, UNFENCED};
+use sky_pvas::persist::sim::{self, Dropped, Unfenced, Unflushed, OUTCOMES};
 use sky_pvas::persist::Site;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -37,7 +39,8 @@ const MESSAGES: u64 = 6;
 struct Run {
     mode: &'static str,
     crash_at: u64,
-    unfenced: Unfenced,
+    /// What reaches the image at the failure besides what was fenced.
+    outcome: (Unfenced, Unflushed),
     dropped: Option<Dropped>,
 }
 
@@ -139,7 +142,7 @@ fn run_once(run: Run) -> Result<u64, String> {
     let shadow = s.dir.path().join("shadow");
     let control = s.dir.path().join("control");
     std::fs::copy(&s.path, &shadow).unwrap();
-    sim::write_control(&control, run.crash_at, run.unfenced, run.dropped).unwrap();
+    sim::write_control(&control, run.crash_at, run.outcome, run.dropped).unwrap();
     let sim_env = format!("{}:{}", control.display(), shadow.display());
     let (sent_lines, got_lines) =
         both_sides(&s.path, run.mode, "first", &[("SKY_PVAS_SIM", &sim_env)])?;
@@ -209,16 +212,16 @@ fn enumerate(mode: &'static str, dropped: Option<Dropped>) -> Result<usize, Stri
     let base = Run {
         mode,
         crash_at: u64::MAX,
-        unfenced: Unfenced::None,
+        outcome: OUTCOMES[0],
         dropped,
     };
     let total = run_once(base).map_err(|e| format!("{mode}, no power loss: {e}"))?;
     let mut runs = 1;
     for crash_at in 1..=total {
-        for unfenced in UNFENCED {
+        for outcome in OUTCOMES {
             let run = Run {
                 crash_at,
-                unfenced,
+                outcome,
                 ..base
             };
             run_once(run).map_err(|e| format!("{run:?}: {e}"))?;
@@ -234,9 +237,12 @@ fn power_loss_at_every_step_loses_and_repeats_nothing() {
         let runs = enumerate(mode, None).unwrap_or_else(|e| panic!("{e}"));
         println!("{mode}: {runs} runs, every rule held");
         // 4 create steps, 2 for the other side to open (it makes the
-        // consumed count durable), 2 per enqueue and 2 per dequeue; 3
-        // outcomes of the unfenced lines each.
-        assert_eq!(runs as u64, 1 + 3 * (4 + 2 + 4 * MESSAGES));
+        // consumed count durable), 2 per enqueue and 2 per dequeue; each
+        // outcome at the failure (unfenced lines, early write-back) each.
+        assert_eq!(
+            runs as u64,
+            1 + OUTCOMES.len() as u64 * (4 + 2 + 4 * MESSAGES)
+        );
     }
 }
 

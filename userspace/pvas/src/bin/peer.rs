@@ -391,16 +391,19 @@ fn durable_side(space: &Space, role: &str, rest: &[String]) -> Result<(), Error>
     };
     let total: u64 = num(rest, 1, "messages")?;
     let resume = rest.get(2).map(String::as_str) == Some("resume");
-    // "retry": ride out the receiver's restart (tests/restart.rs); without
-    // it a gone receiver ends the sender (the power-loss runs).
+    // "retry": ride out the peer's restart (tests/restart.rs). After a
+    // reboot ("resume") the peer is coming back too, and the member table
+    // may show every member of before as active but dead (written back
+    // early): wait for it as across a restart. Otherwise a gone peer ends
+    // this side (the power-loss runs' first phase).
     let retry = rest.get(3).map(String::as_str) == Some("retry");
-    let patience = if retry { 20 } else { 0 };
+    let patience = if retry || resume { 20 } else { 0 };
     let q = if !resume && spec.owner() == space.id() {
         let q = PmQueue::create(space, spec)?;
         say("created".into());
         q
     } else {
-        match PmQueue::open(space, spec) {
+        match retry_while_peer_restarts(patience, || PmQueue::open(space, spec)) {
             Ok(q) => q,
             // After a power loss during create there may be no queue.
             Err(Error::Invalid(e)) if resume && e.contains("to resume") => {
@@ -432,16 +435,18 @@ fn durable_side(space: &Space, role: &str, rest: &[String]) -> Result<(), Error>
         retry_while_peer_restarts(patience, || q.flush())?;
     } else {
         for _ in p.consumed..total {
-            q.dequeue_with(|seq, payload| {
-                // The application's effect (this line) happens before the
-                // message is consumed for good.
-                if payload.len() != durable_len(seq)
-                    || pattern::first_mismatch(seq, payload).is_some()
-                {
-                    return Err(Error::Invalid(format!("message {seq} is torn")));
-                }
-                say(format!("got {seq}"));
-                Ok(())
+            retry_while_peer_restarts(patience, || {
+                q.dequeue_with(|seq, payload| {
+                    // The application's effect (this line) happens before the
+                    // message is consumed for good.
+                    if payload.len() != durable_len(seq)
+                        || pattern::first_mismatch(seq, payload).is_some()
+                    {
+                        return Err(Error::Invalid(format!("message {seq} is torn")));
+                    }
+                    say(format!("got {seq}"));
+                    Ok(())
+                })
             })?;
         }
     }

@@ -11,8 +11,11 @@
 //! (each dies at its next one), and the lines a dying process had flushed
 //! but not fenced reach the image or not as the run's `variant` says —
 //! none, all, or only the last flush's (a fence left out lets later lines
-//! land without earlier ones). The shadow image is then the file a
-//! rebooted machine finds.
+//! land without earlier ones). Hardware may also write any dirty line back
+//! early, flushed or not: at the failure, lines the mapping holds other
+//! than the image reach it as the run's `unflushed` says — none, all, or
+//! every other one. The shadow image is then the file a rebooted machine
+//! finds.
 //!
 //! A run can also leave out one site's flush or fence (`drop`), to show
 //! the power-loss test catches every one of them.
@@ -36,7 +39,39 @@ pub enum Unfenced {
     LastFlush = 2,
 }
 
-pub const UNFENCED: [Unfenced; 3] = [Unfenced::None, Unfenced::All, Unfenced::LastFlush];
+/// What reaches the image, at the power failure, of the lines that differ
+/// from it (stores nobody made durable, which a cache may have written
+/// back early): none, all, or those of even or of odd line index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unflushed {
+    None = 0,
+    All = 1,
+    Even = 2,
+    Odd = 3,
+}
+
+impl Unflushed {
+    fn lands(code: u32, line: usize) -> bool {
+        match code {
+            1 => true,
+            2 => line.is_multiple_of(2),
+            3 => !line.is_multiple_of(2),
+            _ => false,
+        }
+    }
+}
+
+/// The outcomes a power-loss run can meet at the failure: each unfenced
+/// outcome with no early write-back, and each early write-back with no
+/// unfenced line landing.
+pub const OUTCOMES: [(Unfenced, Unflushed); 6] = [
+    (Unfenced::None, Unflushed::None),
+    (Unfenced::All, Unflushed::None),
+    (Unfenced::LastFlush, Unflushed::None),
+    (Unfenced::None, Unflushed::All),
+    (Unfenced::None, Unflushed::Even),
+    (Unfenced::None, Unflushed::Odd),
+];
 
 /// A flush or fence left out of one site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +88,7 @@ struct Control {
     unfenced: AtomicU32,
     /// 1 + site index * 2 + (1 if fence), 0 for none.
     dropped: AtomicU32,
+    unflushed: AtomicU32,
 }
 
 const CONTROL_BYTES: usize = 64;
@@ -62,13 +98,14 @@ const CONTROL_BYTES: usize = 64;
 pub fn write_control(
     path: &std::path::Path,
     crash_at: u64,
-    unfenced: Unfenced,
+    (unfenced, unflushed): (Unfenced, Unflushed),
     dropped: Option<Dropped>,
 ) -> std::io::Result<()> {
     let mut b = [0u8; CONTROL_BYTES];
     b[8..16].copy_from_slice(&crash_at.to_ne_bytes());
     b[20..24].copy_from_slice(&(unfenced as u32).to_ne_bytes());
     b[24..28].copy_from_slice(&drop_code(dropped).to_ne_bytes());
+    b[28..32].copy_from_slice(&(unflushed as u32).to_ne_bytes());
     std::fs::write(path, b)
 }
 
@@ -94,6 +131,7 @@ struct Sim {
     control: &'static Control,
     shadow: File,
     base: AtomicUsize,
+    len: AtomicUsize,
     /// (offset in the space, line bytes, flush number) flushed, not fenced.
     pending: Mutex<Vec<(u64, [u8; 64], u64)>>,
     flushes: AtomicU64,
@@ -124,12 +162,17 @@ fn sim() -> Option<&'static Sim> {
         if p == libc::MAP_FAILED {
             return None;
         }
-        let shadow = std::fs::OpenOptions::new().write(true).open(shadow).ok()?;
+        let shadow = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(shadow)
+            .ok()?;
         Some(Sim {
-            // SAFETY: mapped above, 64 bytes, Control is 32 and 8-aligned.
+            // SAFETY: mapped above, 64 bytes, Control is 40 and 8-aligned.
             control: unsafe { &*(p as *const Control) },
             shadow,
             base: AtomicUsize::new(0),
+            len: AtomicUsize::new(0),
             pending: Mutex::new(Vec::new()),
             flushes: AtomicU64::new(0),
         })
@@ -138,11 +181,12 @@ fn sim() -> Option<&'static Sim> {
 }
 
 /// Is the simulation on for this process? Called at map time with the
-/// space's base address (one simulated space per process).
-pub fn attach(base: *mut u8) -> bool {
+/// space's mapping (one simulated space per process).
+pub fn attach(base: *mut u8, len: usize) -> bool {
     match sim() {
         Some(s) => {
             s.base.store(base as usize, Ordering::Relaxed);
+            s.len.store(len, Ordering::Relaxed);
             true
         }
         None => false,
@@ -159,7 +203,36 @@ impl Sim {
         let n = self.control.step.fetch_add(1, Ordering::AcqRel) + 1;
         if n == self.control.crash_at.load(Ordering::Relaxed) {
             self.control.failed.store(1, Ordering::Release);
+            self.write_back_early();
             self.die();
+        }
+    }
+
+    /// At the failure (once, by the process it strikes): the lines the
+    /// mapping holds other than the image reach it as `unflushed` says.
+    /// Another process's stores made before this scan count as made
+    /// before the failure; any later one never lands (it dies at its next
+    /// step).
+    fn write_back_early(&self) {
+        let code = self.control.unflushed.load(Ordering::Relaxed);
+        let (base, len) = (
+            self.base.load(Ordering::Relaxed),
+            self.len.load(Ordering::Relaxed),
+        );
+        if code == 0 || base == 0 {
+            return;
+        }
+        let mut image = vec![0u8; len];
+        self.shadow
+            .read_exact_at(&mut image, 0)
+            .expect("reading the simulated persistent image");
+        for (i, was) in image.chunks(64).enumerate() {
+            // SAFETY: line i lies inside the space's mapping (len bytes).
+            let now =
+                unsafe { std::slice::from_raw_parts((base + i * 64) as *const u8, was.len()) };
+            if now != was && Unflushed::lands(code, i) {
+                let _ = self.shadow.write_all_at(now, (i * 64) as u64);
+            }
         }
     }
 
