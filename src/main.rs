@@ -9,6 +9,7 @@ mod gangs;
 mod gangs_cli;
 mod live_policy;
 mod map_room;
+mod pmu_cpus;
 mod policy_cli;
 mod pvas_cli;
 mod scheduler;

@@ -6,6 +6,7 @@ use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
 use crate::gangs::GangFeed;
 use crate::live_policy::{LivePolicy, Switcher};
+use crate::pmu_cpus::PmuCpus;
 use crate::stats::{thread_waits, Counters};
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
@@ -36,9 +37,13 @@ pub struct Scheduler<'a> {
     /// The scx_stats server (`scx_sky stats`, scx tools); None if it
     /// could not listen.
     stats_server: Option<sky_stats::Served>,
-    /// The PMU counters BPF reads and the program that charges them to
-    /// tasks; held for the run.
-    _pmu: Option<(sky_classify::pmu::OpenCounters, Option<libbpf_rs::Link>)>,
+    /// The PMU counters BPF reads, the program that charges them to
+    /// tasks (held for the run), and the CPUs they follow.
+    pmu: Option<(
+        sky_classify::pmu::OpenCounters,
+        Option<libbpf_rs::Link>,
+        PmuCpus,
+    )>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -131,7 +136,8 @@ impl<'a> Scheduler<'a> {
             let link = attach_pmu(&mut skel, &open)
                 .inspect_err(|e| warn!("PMU counts are not charged to tasks: {e:#}"))
                 .ok();
-            (open, link)
+            let cpus = PmuCpus::new(&open, topo.nr_cpus());
+            (open, link, cpus)
         });
         let struct_ops = Some(scx_ops_attach!(skel, sky_ops)?);
         info!("scx_sky attached");
@@ -148,7 +154,7 @@ impl<'a> Scheduler<'a> {
             stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
                 .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
                 .ok(),
-            _pmu: pmu,
+            pmu,
         })
     }
 
@@ -179,6 +185,7 @@ impl<'a> Scheduler<'a> {
                 }
             }
             self.refresh_tasks();
+            self.follow_pmu_cpus();
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
                 let now = self.counters()?;
                 info!(
@@ -204,6 +211,15 @@ impl<'a> Scheduler<'a> {
         self.live.detach();
         self.struct_ops.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// PMU counters for CPUs that came online (see `pmu_cpus`).
+    fn follow_pmu_cpus(&mut self) {
+        let (Some((open, Some(_), cpus)), Some(online)) = (&mut self.pmu, PmuCpus::online_now())
+        else {
+            return;
+        };
+        cpus.follow(&online, open, &self.skel.maps.sky_pmu_events);
     }
 
     /// Classes and gangs, each when its period is due, from one listing

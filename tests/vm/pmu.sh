@@ -16,7 +16,8 @@
 # with the default `--pmu auto` must say plainly that the VM has no PMU.
 # Meanwhile a 3-thread gang's counts feed the gangs' CPI test: `scx_sky
 # gangs --pid` shows its samples (software clocks give every task a CPI of
-# about 1, so it never finds the gang memory-bound).
+# about 1, so it never finds the gang memory-bound). Last, CPU hotplug: a
+# CPU that comes back online gets its counters anew.
 . ./lib.sh
 start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' \
 	--record-counters /tmp/counters.csv || exit 1
@@ -40,4 +41,35 @@ echo "check replay_idiv=$(grep '^final  cpu-idiv/' /tmp/replay.out | awk '{print
 start_sky --stats-interval 0 --class 'pm-writer=pm-writer' || exit 1
 echo "check state_after_auto=$(state)"
 stop_sky
-report_dmesg
+# A CPU offline at start gets its counters when it comes online: its
+# context switches are charged, not read errors. Here it comes online in
+# a cache domain BPF did not know, so BPF asks for a reload, which opens
+# them too; the daemon opens them within a loop of the kernel listing the
+# CPU online (`pmu_errors_before_reload`, shown: the read errors of the
+# first instance, those of the CPU's bring-up). Then the CPU is taken down
+# and brought back: errors are summed over the stats lines of a compute
+# task pinned there, after a settling second.
+echo 0 >/sys/devices/system/cpu/cpu3/online
+start_sky --stats-interval 1 --pmu software || exit 1
+echo 1 >/sys/devices/system/cpu/cpu3/online
+tries=0
+while [ "$(grep -c 'scx_sky attached' /tmp/sky.log)" -lt 2 ] && [ "$tries" -lt 100 ]; do
+	tries=$((tries + 1))
+	sleep 0.1
+done
+wait_state enabled "$SKY_PID"
+echo "check pmu_errors_before_reload=$(grep 'stats total:' /tmp/sky.log | head -1 |
+	sed -n 's/.* pmu_read_errors=\([0-9]*\).*/\1/p')"
+echo 0 >/sys/devices/system/cpu/cpu3/online
+sleep 0.5
+echo 1 >/sys/devices/system/cpu/cpu3/online
+sleep 2
+settled=$(grep -c 'stats: ' /tmp/sky.log)
+taskset -c 3 sky-work compute --kind idiv --seconds 3 >/dev/null
+sleep 1.5
+echo "check pmu_opened_cpu3=$(grep -c 'PMU: counters opened on CPU 3' /tmp/sky.log)"
+echo "check pmu_errors_after_online=$(grep 'stats: ' /tmp/sky.log | tail -n +$((settled + 2)) |
+	sed -n 's/.* pmu_read_errors=\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')"
+echo "check pmu_lines_after_online=$(grep 'stats: ' /tmp/sky.log | tail -n +$((settled + 2)) | wc -l)"
+stop_sky
+report_dmesg 'unregistered from BPF|came online in an unknown cache domain'

@@ -179,6 +179,9 @@ pub fn event_table(cpu: &CpuModel, source: PmuSource) -> [Vec<Event>; 5] {
 #[derive(Debug, Default)]
 pub struct OpenCounters {
     pub fds: [Vec<(usize, OwnedFd)>; 5],
+    /// The event each open slot counts, to open it on a CPU that comes
+    /// online later.
+    events: [Option<Event>; 5],
 }
 
 impl OpenCounters {
@@ -202,6 +205,35 @@ impl OpenCounters {
             }
         }
         entries
+    }
+
+    /// Opens every open slot's event on `cpu` anew (a CPU that came
+    /// online: offline when the counters were opened, or taken down and
+    /// brought back) and returns its (index in sky_pmu_events, fd)
+    /// entries. Nothing changes unless every slot opens.
+    pub fn open_on(&mut self, cpu: usize, max_cpus: usize) -> Result<Vec<(u32, RawFd)>> {
+        let mut opened = Vec::new();
+        for (slot, event) in self.events.iter().enumerate() {
+            if let Some(event) = event {
+                opened.push((slot, open_event(*event, cpu)?));
+            }
+        }
+        let mut entries = Vec::new();
+        for (slot, fd) in opened {
+            entries.push(((slot * max_cpus + cpu) as u32, fd.as_raw_fd()));
+            let fds = &mut self.fds[slot];
+            fds.retain(|(c, _)| *c != cpu);
+            fds.push((cpu, fd));
+        }
+        Ok(entries)
+    }
+
+    /// The CPUs the counters are open on.
+    pub fn cpus(&self) -> Vec<usize> {
+        self.fds[Counter::Cycles as usize]
+            .iter()
+            .map(|(cpu, _)| *cpu)
+            .collect()
     }
 
     /// `cycles instructions llc-misses`: the counters open.
@@ -229,6 +261,7 @@ pub fn open(cpus: &[usize], table: &[Vec<Event>; 5]) -> Result<(OpenCounters, Ve
             match open_on_all(*event, cpus) {
                 Ok(fds) => {
                     open.fds[slot] = fds;
+                    open.events[slot] = Some(*event);
                     break;
                 }
                 Err(e) => last_err = Some(e),

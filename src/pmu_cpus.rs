@@ -1,0 +1,85 @@
+//! The PMU counters follow CPU hotplug. Counters are opened per CPU at
+//! start; a CPU offline then has none, and BPF's read at each of its
+//! context switches fails (`pmu_read_errors`) and leaves its time
+//! uncounted, for good where its cache domain is known, and until the
+//! reload BPF asks for where it is not (about 50 errors in the VM). The
+//! kernel's list of online CPUs is read each loop (20 ms): a CPU that came
+//! online, or came back, gets its counters then, handed to BPF.
+
+use crate::bpf::intf;
+use libbpf_rs::{MapCore, MapFlags};
+use log::{info, warn};
+use sky_classify::pmu::OpenCounters;
+
+pub struct PmuCpus {
+    /// Whether each CPU was online at the last look.
+    online: Vec<bool>,
+    /// CPUs whose counters could not be opened since they came online
+    /// (said once each).
+    failed: Vec<bool>,
+}
+
+impl PmuCpus {
+    /// `open`: the counters as opened at start, on the CPUs online then;
+    /// `nr_cpus`: the possible CPUs.
+    pub fn new(open: &OpenCounters, nr_cpus: usize) -> PmuCpus {
+        let mut online = vec![false; nr_cpus];
+        for cpu in open.cpus() {
+            if let Some(o) = online.get_mut(cpu) {
+                *o = true;
+            }
+        }
+        PmuCpus {
+            failed: vec![false; nr_cpus],
+            online,
+        }
+    }
+
+    /// The CPUs online now, as the kernel lists them.
+    pub fn online_now() -> Option<Vec<usize>> {
+        let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+        sky_topology::parse_cpulist(text.trim()).ok()
+    }
+
+    /// Opens the counters of every CPU that came online since the last
+    /// look (`online`: the CPUs online now) and puts them in `events`
+    /// (sky_pmu_events). Returns the CPUs whose counters were opened.
+    pub fn follow(
+        &mut self,
+        online: &[usize],
+        open: &mut OpenCounters,
+        events: &impl MapCore,
+    ) -> Vec<usize> {
+        let mut opened = Vec::new();
+        for cpu in 0..self.online.len() {
+            let now = online.contains(&cpu);
+            let was = std::mem::replace(&mut self.online[cpu], now);
+            if !now || (was && !self.failed[cpu]) {
+                continue;
+            }
+            let handed = open
+                .open_on(cpu, intf::sky_consts_SKY_MAX_CPUS as usize)
+                .and_then(|entries| {
+                    for (index, fd) in entries {
+                        events.update(&index.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)?;
+                    }
+                    Ok(())
+                });
+            match handed {
+                Ok(()) => {
+                    if !was || self.failed[cpu] {
+                        info!("PMU: counters opened on CPU {cpu}, which came online");
+                    }
+                    self.failed[cpu] = false;
+                    opened.push(cpu);
+                }
+                Err(e) if !self.failed[cpu] => {
+                    warn!("PMU: no counters on CPU {cpu}, which came online: {e:#}");
+                    self.failed[cpu] = true;
+                }
+                Err(_) => {}
+            }
+        }
+        opened
+    }
+}
