@@ -311,14 +311,7 @@ fn smt_pairing_puts_pm_writers_beside_compute() {
         assert_eq!(check(&c, &format!("state_after_{sched}")), "enabled");
     }
     let totals = report::lines_with(&out, "stats total:");
-    // A total per scx_sky run, and per instance of the reload.
-    assert_eq!(totals.len(), 4, "a stats total line per scx_sky instance");
-    // CPU 3 came online after the start, then went down and came back: its
-    // counters were opened each time, so no read errors while a task ran
-    // there (at least 3 stats lines), and few before the reload.
-    assert_eq!(check(&c, "pmu_opened_cpu3"), "2");
-    assert!(stat(&c, "pmu_lines_after_online") >= 3.0);
-    assert_eq!(check(&c, "pmu_errors_after_online"), "0");
+    assert_eq!(totals.len(), 2, "a stats total line per scx_sky run");
     assert!(stat(&totals[0], "smt_moves") > 0.0, "{:?}", totals[0]);
     for key in ["smt_moves", "smt_placements", "ran_ns_pm_writer"] {
         assert_eq!(stat(&totals[1], key), 0.0, "no hints: {key}");
@@ -502,7 +495,7 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
     assert_eq!(totals.len(), 4, "a stats total line per scx_sky instance");
     // CPU 3 came online after the start, then went down and came back: its
     // counters were opened each time, so no read errors while a task ran
-    // there (at least 3 stats lines), and few before the reload.
+    // there (at least 3 stats lines).
     assert_eq!(check(&c, "pmu_opened_cpu3"), "2");
     assert!(stat(&c, "pmu_lines_after_online") >= 3.0);
     assert_eq!(check(&c, "pmu_errors_after_online"), "0");

@@ -48,6 +48,18 @@ wait_state() {
 # runnable task waiting this long (scx_utils reads it at load).
 export SCX_TIMEOUT_MS=${SCX_TIMEOUT_MS:-3000}
 
+# wait_reload: after a CPU came online in a cache domain BPF did not know,
+# waits for scx_sky's second attach (the reload BPF asked for) and for the
+# scheduler to be enabled again.
+wait_reload() {
+	tries=0
+	while [ "$(grep -c 'scx_sky attached' /tmp/sky.log)" -lt 2 ] && [ "$tries" -lt 100 ]; do
+		tries=$((tries + 1))
+		sleep 0.1
+	done
+	wait_state enabled "$SKY_PID"
+}
+
 # start_sky ARGS...: start scx_sky in the background and wait until
 # sched_ext is enabled or scx_sky exits, at most $SKY_START_WAIT_S seconds
 # (30; verifying the BPF can take a minute under TCG on some kernels). On

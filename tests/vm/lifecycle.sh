@@ -30,13 +30,7 @@ echo "check control_left=$(ls -A /run/scx_sky 2>/dev/null | wc -l) stats_left=$(
 echo 0 >/sys/devices/system/cpu/cpu3/online
 start_sky --stats-interval 0 || exit 1
 echo 1 >/sys/devices/system/cpu/cpu3/online
-# The reload takes a moment: wait for the second attach.
-tries=0
-while [ "$(grep -c 'scx_sky attached' /tmp/sky.log)" -lt 2 ] && [ "$tries" -lt 100 ]; do
-	tries=$((tries + 1))
-	sleep 0.1
-done
-wait_state enabled "$SKY_PID"
+wait_reload
 sky-work burn --threads "$(nproc)" --seconds 1 >/dev/null
 echo "check state_after_restart=$(state) cpu3_online=$(cat /sys/devices/system/cpu/cpu3/online)"
 echo "check attaches=$(grep -c 'scx_sky attached' /tmp/sky.log)"

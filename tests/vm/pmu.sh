@@ -52,12 +52,7 @@ stop_sky
 echo 0 >/sys/devices/system/cpu/cpu3/online
 start_sky --stats-interval 1 --pmu software || exit 1
 echo 1 >/sys/devices/system/cpu/cpu3/online
-tries=0
-while [ "$(grep -c 'scx_sky attached' /tmp/sky.log)" -lt 2 ] && [ "$tries" -lt 100 ]; do
-	tries=$((tries + 1))
-	sleep 0.1
-done
-wait_state enabled "$SKY_PID"
+wait_reload
 echo "check pmu_errors_before_reload=$(grep 'stats total:' /tmp/sky.log | head -1 |
 	sed -n 's/.* pmu_read_errors=\([0-9]*\).*/\1/p')"
 echo 0 >/sys/devices/system/cpu/cpu3/online
