@@ -14,9 +14,6 @@ use sky_classify::pmu::OpenCounters;
 pub struct PmuCpus {
     /// Whether each CPU was online at the last look.
     online: Vec<bool>,
-    /// CPUs whose counters could not be opened since they came online
-    /// (said once each).
-    failed: Vec<bool>,
 }
 
 impl PmuCpus {
@@ -29,10 +26,7 @@ impl PmuCpus {
                 *o = true;
             }
         }
-        PmuCpus {
-            failed: vec![false; nr_cpus],
-            online,
-        }
+        PmuCpus { online }
     }
 
     /// The CPUs online now, as the kernel lists them.
@@ -43,18 +37,12 @@ impl PmuCpus {
 
     /// Opens the counters of every CPU that came online since the last
     /// look (`online`: the CPUs online now) and puts them in `events`
-    /// (sky_pmu_events). Returns the CPUs whose counters were opened.
-    pub fn follow(
-        &mut self,
-        online: &[usize],
-        open: &mut OpenCounters,
-        events: &impl MapCore,
-    ) -> Vec<usize> {
-        let mut opened = Vec::new();
+    /// (sky_pmu_events). A CPU whose counters do not open is said once and
+    /// tried again only when it next comes online, not every loop.
+    pub fn follow(&mut self, online: &[usize], open: &mut OpenCounters, events: &impl MapCore) {
         for cpu in 0..self.online.len() {
             let now = online.contains(&cpu);
-            let was = std::mem::replace(&mut self.online[cpu], now);
-            if !now || (was && !self.failed[cpu]) {
+            if std::mem::replace(&mut self.online[cpu], now) || !now {
                 continue;
             }
             let handed = open
@@ -66,20 +54,9 @@ impl PmuCpus {
                     Ok(())
                 });
             match handed {
-                Ok(()) => {
-                    if !was || self.failed[cpu] {
-                        info!("PMU: counters opened on CPU {cpu}, which came online");
-                    }
-                    self.failed[cpu] = false;
-                    opened.push(cpu);
-                }
-                Err(e) if !self.failed[cpu] => {
-                    warn!("PMU: no counters on CPU {cpu}, which came online: {e:#}");
-                    self.failed[cpu] = true;
-                }
-                Err(_) => {}
+                Ok(()) => info!("PMU: counters opened on CPU {cpu}, which came online"),
+                Err(e) => warn!("PMU: no counters on CPU {cpu}, which came online: {e:#}"),
             }
         }
-        opened
     }
 }

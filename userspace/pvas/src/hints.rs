@@ -352,11 +352,8 @@ fn proven(space: &SpaceId, m: &Member, owners: &[u32]) -> bool {
         Some(Some(process)) if !process.exited() => return true,
         _ => {}
     }
-    // The pidfd first: what is proven next is the process it holds.
-    let process = Process::open(m.pid).filter(|_| {
-        liveness::holds_slot(m.pid, space.dev, space.ino, m.id)
-            && crate::proc::real_uid(m.pid).is_some_and(|u| owners.contains(&u))
-    });
+    let process = liveness::slot_holder(m.pid, space.dev, space.ino, m.id)
+        .filter(|_| crate::proc::real_uid(m.pid).is_some_and(|u| owners.contains(&u)));
     let ok = process.is_some();
     // A label that changes is a new key; old keys go when many pile up.
     if proofs.len() >= MAX_PROOFS {

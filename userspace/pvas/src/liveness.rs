@@ -15,6 +15,7 @@
 //!   descriptor of the child at /dev/null, so a forked child never keeps
 //!   its parent's slots alive.
 
+use crate::proc::Process;
 use crate::{Error, Result};
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
@@ -210,12 +211,20 @@ extern "C" fn forget_locks_in_child() {
     }
 }
 
+/// Process `pid`, held by a pidfd, if it holds the lock of slot `id` of
+/// the file (dev, ino): the proof that a pid read from the member table —
+/// which any member can write — really is that member, before
+/// `destroy --kill` signals it or the scheduler acts on it. The pidfd is
+/// taken first, so what is proven is the process it holds, and nothing
+/// that reuses the pid later.
+pub(crate) fn slot_holder(pid: u32, dev: u64, ino: u64, id: u32) -> Option<Process> {
+    Process::open(pid).filter(|_| holds_slot(pid, dev, ino, id))
+}
+
 /// Does process `pid` hold the lock of slot `id` of the file (dev, ino)?
 /// Read from /proc/PID/fdinfo, which needs the same access as signalling
-/// the process does in practice (same user, or root): the proof that a
-/// pid read from the member table — which any member can write — really
-/// is that member before `destroy --kill` signals it.
-pub fn holds_slot(pid: u32, dev: u64, ino: u64, id: u32) -> bool {
+/// the process does in practice (same user, or root).
+fn holds_slot(pid: u32, dev: u64, ino: u64, id: u32) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;

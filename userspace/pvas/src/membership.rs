@@ -302,8 +302,7 @@ impl Space {
         self.check_id(id).ok()?;
         let pid = self.slot(id).owner.load(Ordering::Acquire) as u32;
         let meta = self.file.metadata().ok()?;
-        // The pidfd first: what is proven next is the process it holds.
-        proc::Process::open(pid).filter(|_| liveness::holds_slot(pid, meta.dev(), meta.ino(), id))
+        liveness::slot_holder(pid, meta.dev(), meta.ino(), id)
     }
 }
 
