@@ -6,8 +6,8 @@
  * One BPF timer does two jobs, and runs only while some task is queued:
  *
  * - Starvation rescue. Every rescue period (starve_ns / 8) it scans every
- *   queue (up to SKY_SCAN_MAX tasks each, far beyond the dispatch walk)
- *   and moves each task that has waited starve_ns minus two periods to the
+ *   task of every queue (queues are in vtime order, so the longest wait
+ *   may be anywhere in one) and moves each task that has waited starve_ns minus two periods to the
  *   rescue queue, which every CPU serves before anything else, and kicks a
  *   CPU that may run it: an idle one if any, else one it may use, whose
  *   current task is preempted. So a task runs by starve_ns, give or take
@@ -24,8 +24,8 @@
  * domain's queue here too.
  *
  * A second timer, the watch, keeps the alarm alive where the kernel loses
- * it (sky_watch_timerfn), a CPU about to pick a task scans itself when
- * both are late (sky_bound_catch_up), and a CPU going offline leaves its
+ * it (sky_watch_timerfn), a CPU about to pick a task scans when both are
+ * late, within a fixed budget (sky_bound_catch_up), and a CPU going offline leaves its
  * kicks and alarms to the others (sky_bound_leave_to_others).
  */
 #ifndef __SKY_BOUND_BPF_H
@@ -162,7 +162,7 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
 }
 
 /*
- * Rescues every task of @dsq (the first SKY_SCAN_MAX) that has waited
+ * Rescues every task among the first @max of @dsq that has waited
  * starve_ns minus a period. Returns the nanoseconds until the next one
  * would need it. Run over the rescue queue itself, it kicks a CPU again
  * for each task still there at starve_ns (the CPU first kicked may have
@@ -174,7 +174,7 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
  * The scans run from the timer, which kernels before 6.18 do not run in an
  * RCU read section; walking a queue needs one, so each scan takes it.
  */
-__noinline u64 sky_rescue_scan(u64 dsq, u64 now)
+__noinline u64 sky_rescue_scan(u64 dsq, u64 now, u32 max)
 {
 	u64 rescue_after = sky_rescue_after_ns(), next = (u64)-1, queued;
 	struct bpf_iter_scx_dsq it;
@@ -185,6 +185,8 @@ __noinline u64 sky_rescue_scan(u64 dsq, u64 now)
 	bpf_rcu_read_lock();
 	bpf_iter_scx_dsq_new(&it, dsq, 0);
 	bpf_for(n, 0, SKY_SCAN_MAX) {
+		if (n >= max)
+			break;
 		p = bpf_iter_scx_dsq_next(&it);
 		if (!p)
 			break;
@@ -277,7 +279,7 @@ static __always_inline u64 sky_bound_check(s32 owner, u32 llc, u64 now, bool idl
 
 	if (owner >= 0 && !sky_cpu_is_online(owner))
 		sky_drain_offline(owner);
-	next = sky_rescue_scan(dsq, now);
+	next = sky_rescue_scan(dsq, now, SKY_SCAN_MAX);
 	if (idle && scx_bpf_dsq_nr_queued(dsq) > 0) {
 		left = sky_grace_scan(owner, llc, now);
 		if (left < next)
@@ -315,7 +317,7 @@ static __always_inline u64 sky_bound_scan_all(u64 now, u64 dt)
 			next = left;
 	}
 	if (scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE) > 0) {
-		sky_rescue_scan(SKY_DSQ_RESCUE, now);
+		sky_rescue_scan(SKY_DSQ_RESCUE, now, SKY_SCAN_MAX);
 		queued = true;
 	}
 	return queued ? next ?: 1 : 0;
@@ -365,7 +367,8 @@ static __always_inline u64 sky_bound_rescan(u64 now, enum sky_stat_idx stat)
 
 static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
-	sky_cfg_pin();
+	SKY_CFG_PIN();
+
 	if (sky_cpu_here_leaving())
 		sky_bound_leave_to_others();
 	else
@@ -373,21 +376,57 @@ static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 	return 0;
 }
 
+/* Tasks in @dsq (0 if the kernel cannot say). */
+static __always_inline u32 sky_nr_queued(u64 dsq)
+{
+	s32 n = scx_bpf_dsq_nr_queued(dsq);
+
+	return n > 0 ? n : 0;
+}
+
+/* Tasks in all of scx_sky's queues. */
+static __always_inline u64 sky_queued_in_all(void)
+{
+	u64 total = sky_nr_queued(SKY_DSQ_RESCUE);
+	u32 cpu, llc;
+
+	bpf_for(cpu, 0, nr_cpus)
+		total += sky_nr_queued(sky_cpu_dsq(cpu));
+	bpf_for(llc, 0, nr_llcs)
+		total += sky_nr_queued(sky_llc_dsq(llc));
+	return total;
+}
+
 /*
- * A CPU about to pick a task scans itself when the alarm is late: a
- * quarter period past due. Timers fire late on a busy machine (under TCG
- * a vCPU's timer interrupt waits for the emulator's turn: scans came 14 ms
- * apart typically, 22 ms at the 90th percentile, for a 6 ms period, and
- * tasks were rescued up to 25 ms late), while some CPU dispatches every
- * slice or so. Global: keeps the scan out of dispatch's own verification.
+ * A CPU about to pick a task scans when the alarm is late: a quarter
+ * period past due. Timers fire late on a busy machine (under TCG a vCPU's
+ * timer interrupt waits for the emulator's turn: scans came 14 ms apart
+ * typically, 22 ms at the 90th percentile, for a 6 ms period, and tasks
+ * were rescued up to 25 ms late), while some CPU dispatches every slice or
+ * so. It holds its run-queue lock, so it inspects at most
+ * SKY_CATCH_UP_MAX tasks: all of them (the whole scan, as a timer would)
+ * if no more are queued, else the first of the two queues it serves
+ * itself, its own and its domain's; rescued tasks there go to the rescue
+ * queue, which it serves first. The rest is the timers' (started again
+ * here if a period overdue), which scan outside any run-queue lock.
+ * Global: keeps the scan out of dispatch's own verification.
  */
 __noinline int sky_bound_catch_up(u64 now)
 {
 	u64 late = sky_rescue_period_ns() + sky_rescue_period_ns() / 4;
+	s32 cpu;
 
 	if ((s64)(now - sky_load_sampled_at) < (s64)late || sky_cpu_here_leaving())
 		return 0;
-	sky_bound_rescan(now, SKY_STAT_DISPATCH_SCANS);
+	if (sky_queued_in_all() <= SKY_CATCH_UP_MAX) {
+		sky_bound_rescan(now, SKY_STAT_DISPATCH_SCANS);
+		return 0;
+	}
+	cpu = bpf_get_smp_processor_id();
+	sky_rescue_scan(sky_cpu_dsq(cpu), now, SKY_CATCH_UP_MAX / 2);
+	sky_rescue_scan(sky_llc_dsq(sky_llc_of(cpu)), now, SKY_CATCH_UP_MAX / 2);
+	sky_stat_inc(SKY_STAT_DISPATCH_LOCAL_SCANS);
+	sky_bound_keep_watch(now);
 	return 0;
 }
 
@@ -410,9 +449,9 @@ static __always_inline u64 sky_watch_idle_ns(void)
  */
 static int sky_watch_timerfn(void *map, int *key, struct bpf_timer *timer)
 {
+	SKY_CFG_PIN();
 	u64 now, period, next;
 
-	sky_cfg_pin();
 	now = scx_bpf_now();
 	period = sky_rescue_period_ns();
 	next = period;

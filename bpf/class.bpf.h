@@ -5,9 +5,10 @@
  * running tasks (an entry leaves with its task, so a reused ID does not
  * inherit a class). BPF only reads it. A task the daemon has not looked at
  * yet (it looks every 100 ms, or every second when BPF applies every hint
- * and there is no PMU) is matched against the hints by task name here, so
- * a process named at exec or by PR_SET_NAME has its class from its next
- * placement on; a task neither gives a class is unknown.
+ * and there is no PMU) is matched against the hints by task name here
+ * (the pinned policy's, sky_config.comm_rules), so a process named at
+ * exec or by PR_SET_NAME has its class from its next placement on; a task
+ * neither gives a class is unknown.
  */
 #ifndef __SKY_CLASS_BPF_H
 #define __SKY_CLASS_BPF_H
@@ -22,20 +23,18 @@ struct {
 	__type(value, u32);
 } sky_pid_class SEC(".maps");
 
-/* The daemon's hints by task name, in its order; fixed for a run. */
-const volatile struct sky_comm_rule sky_comm_rules[SKY_COMM_RULES_MAX];
-const volatile u32 sky_nr_comm_rules;
-
 /* A task name as read from task_struct, for the global matchers below. */
 struct sky_comm {
 	char name[SKY_COMM_LEN];
 };
 
-/* Name hint @rule, or NULL if there is no such rule or no name. */
-static __always_inline const volatile struct sky_comm_rule *sky_comm_rule(const struct sky_comm *comm,
-									    u32 rule)
+/*
+ * Name hint @rule of the pinned policy (sky_config.comm_rules), or NULL
+ * if there is no such rule or no name.
+ */
+static __always_inline const struct sky_comm_rule *sky_comm_rule(const struct sky_comm *comm, u32 rule)
 {
-	return comm && rule < SKY_COMM_RULES_MAX ? &sky_comm_rules[rule] : NULL;
+	return comm && rule < SKY_COMM_RULES_MAX ? &sky_cfg.comm_rules[rule] : NULL;
 }
 
 /*
@@ -46,7 +45,7 @@ static __always_inline const volatile struct sky_comm_rule *sky_comm_rule(const 
  */
 __noinline int sky_comm_has_at(struct sky_comm *comm, u32 at, u32 rule)
 {
-	const volatile struct sky_comm_rule *r = sky_comm_rule(comm, rule);
+	const struct sky_comm_rule *r = sky_comm_rule(comm, rule);
 	u32 i;
 
 	if (!r)
@@ -64,7 +63,7 @@ __noinline int sky_comm_has_at(struct sky_comm *comm, u32 at, u32 rule)
 /* Does name hint @rule match @comm, @len bytes long? */
 __noinline int sky_comm_matches(struct sky_comm *comm, u32 len, u32 rule)
 {
-	const volatile struct sky_comm_rule *r = sky_comm_rule(comm, rule);
+	const struct sky_comm_rule *r = sky_comm_rule(comm, rule);
 	u32 start;
 
 	if (!r || r->len > len)
@@ -100,10 +99,10 @@ __noinline u32 sky_class_by_comm(struct sky_comm *comm)
 		len++;
 	}
 	bpf_for(i, 0, SKY_COMM_RULES_MAX) {
-		if (i >= sky_nr_comm_rules)
+		if (i >= sky_cfg.nr_comm_rules)
 			break;
 		if (sky_comm_matches(comm, len, i)) {
-			class = sky_comm_rules[i].class;
+			class = sky_cfg.comm_rules[i].class;
 			return class < SKY_NR_CLASSES ? class : SKY_CLASS_UNKNOWN;
 		}
 	}
@@ -119,7 +118,7 @@ static __always_inline u32 sky_class_of(const struct task_struct *p)
 	class = bpf_map_lookup_elem(&sky_pid_class, &pid);
 	if (class)
 		return *class < SKY_NR_CLASSES ? *class : SKY_CLASS_UNKNOWN;
-	if (!sky_nr_comm_rules || bpf_probe_read_kernel_str(comm.name, sizeof(comm.name), p->comm) <= 0)
+	if (!sky_cfg.nr_comm_rules || bpf_probe_read_kernel_str(comm.name, sizeof(comm.name), p->comm) <= 0)
 		return SKY_CLASS_UNKNOWN;
 	return sky_class_by_comm(&comm);
 }

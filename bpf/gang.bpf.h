@@ -56,13 +56,6 @@ struct {
 } sky_gang_homes SEC(".maps");
 
 /*
- * 1 if a task's class can be memory-bound (a hint says so of some tasks, or
- * the PMU counts): only then is a new process's class looked up for a
- * provisional home. Set by the daemon before load.
- */
-const volatile u32 sky_gang_by_class;
-
-/*
  * Process entries dropped here (their leader exited): when it moves, the
  * daemon checks that what it wrote is still there, so a reused process ID
  * of the same gang is written again.
@@ -145,7 +138,7 @@ static __always_inline u32 sky_gang_home_of(const struct task_struct *p, bool cl
 	h = bpf_map_lookup_elem(&sky_gang_homes, &key);
 	if (h)
 		llc = h->llc;
-	else if (claim && sky_gang_by_class && key < SKY_GANG_SHARED_BASE &&
+	else if (claim && sky_cfg.gang_by_class && key < SKY_GANG_SHARED_BASE &&
 		 sky_class_of(p) == SKY_CLASS_MEMORY_BOUND)
 		llc = sky_gang_claim(key);
 	else

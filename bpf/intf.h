@@ -30,8 +30,17 @@ enum sky_consts {
 	SKY_LLC_UNKNOWN		= 0xffffffff,
 	/* Hard cap on the queued tasks one steal walk inspects. */
 	SKY_WALK_MAX		= 32,
-	/* Hard cap on the tasks of one queue the starvation scan inspects. */
-	SKY_SCAN_MAX		= 512,
+	/*
+	 * Hard cap on the tasks of one queue the timers' starvation scan
+	 * inspects: beyond any real queue (the scan runs outside every
+	 * run-queue lock, so it sees every task of a queue, in vtime order).
+	 */
+	SKY_SCAN_MAX		= 1 << 20,
+	/*
+	 * Most tasks a dispatching CPU inspects in its catch-up scan, under
+	 * its run-queue lock (bound.bpf.h).
+	 */
+	SKY_CATCH_UP_MAX	= 128,
 	/* Most tasks the daemon can give a class at once. */
 	SKY_CLASSED_MAX		= 65536,
 	/* Most class hints by task name that BPF applies itself. */
@@ -172,6 +181,7 @@ enum sky_stat_idx {
 	SKY_STAT_ALARM_RESTARTS,	/* bound alarms started again because they were a period overdue */
 	SKY_STAT_WATCH_SCANS,		/* scans the watch timer made because the alarm had not run for a period */
 	SKY_STAT_DISPATCH_SCANS,	/* scans a CPU made in dispatch because both timers were late */
+	SKY_STAT_DISPATCH_LOCAL_SCANS,	/* such scans of only the queues that CPU serves: too many tasks queued to scan all */
 	SKY_STAT_LEFT_TO_OTHERS,	/* kicks and alarms left to other CPUs by a CPU going offline */
 	SKY_STAT_LATE_RUNS,		/* runs that began after more than starve_ms plus a slice in scx_sky's queues */
 	SKY_STAT_WAIT_NS,		/* total nanoseconds tasks spent queued */
@@ -259,6 +269,17 @@ struct sky_config {
 	u64 starve_ns;
 	/* Generation, bumped on each policy change (shown in stats). */
 	u64 generation;
+	/*
+	 * The class hints by task name BPF applies itself (class.bpf.h), in
+	 * the daemon's order: the command line's, then the policy's.
+	 */
+	struct sky_comm_rule comm_rules[SKY_COMM_RULES_MAX];
+	u32 nr_comm_rules;
+	/*
+	 * 1: a class can say memory-bound (a hint does, or the PMU counts),
+	 * so a new process's class is looked up for a provisional gang home.
+	 */
+	u32 gang_by_class;
 };
 
 #endif /* __SKY_INTF_H */

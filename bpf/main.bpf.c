@@ -30,11 +30,11 @@ UEI_DEFINE(uei);
 
 s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
+	SKY_CFG_PIN();
 	struct sky_task *tctx;
 	bool direct = false;
 	s32 cpu;
 
-	sky_cfg_pin();
 	if ((cpu = sky_smt_place(p, prev_cpu)) >= 0)
 		direct = true;
 	else if ((cpu = sky_gang_select(p, prev_cpu, &direct)) >= 0)
@@ -57,11 +57,11 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 
 void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	SKY_CFG_PIN();
 	struct sky_task *tctx = sky_task_of(p);
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 now = scx_bpf_now();
 
-	sky_cfg_pin();
 	/*
 	 * The wait runs from the first enqueue to the next run: a task taken
 	 * off its queue and put back without running (its affinity, nice or
@@ -105,9 +105,9 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 
 void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 {
+	SKY_CFG_PIN();
 	u64 now = scx_bpf_now();
 
-	sky_cfg_pin();
 	sky_bound_catch_up(now);
 	if (sky1_dispatch(cpu, prev))
 		return;
@@ -123,11 +123,11 @@ void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 
 void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 {
+	SKY_CFG_PIN();
 	struct sky_task *tctx = sky_task_of(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now = scx_bpf_now(), waited;
 
-	sky_cfg_pin();
 	sky_vtime_started(p, tctx, cpu, now);
 	sky_smt_started(cpu, p, now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
@@ -160,12 +160,12 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 
 void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 {
+	SKY_CFG_PIN();
 	struct sky_task *tctx = sky_task_of(p);
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now, ran;
 	u32 class;
 
-	sky_cfg_pin();
 	now = scx_bpf_now();
 	ran = sky_vtime_charge(p, tctx, now);
 	class = sky_class_of(p);
@@ -178,7 +178,8 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 
 void BPF_STRUCT_OPS(sky_tick, struct task_struct *p)
 {
-	sky_cfg_pin();
+	SKY_CFG_PIN();
+
 	sky_smt_restate(scx_bpf_task_cpu(p), p);
 	sky_gang_tick(scx_bpf_task_cpu(p), p);
 }
@@ -213,13 +214,13 @@ void BPF_STRUCT_OPS(sky_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
  */
 void BPF_STRUCT_OPS(sky_update_idle, s32 cpu, bool idle)
 {
+	SKY_CFG_PIN();
 	u64 now = scx_bpf_now(), dsqs[3] = { SKY_DSQ_RESCUE, sky_cpu_dsq(cpu),
 					     sky_llc_dsq(sky_llc_of(cpu)) };
 	struct sky_task *tctx;
 	struct task_struct *p;
 	u32 i;
 
-	sky_cfg_pin();
 	if (!idle) {
 		sky_smt_left_idle(cpu, now);
 		return;
@@ -255,7 +256,8 @@ void BPF_STRUCT_OPS(sky_cpu_online, s32 cpu)
 
 void BPF_STRUCT_OPS(sky_cpu_offline, s32 cpu)
 {
-	sky_cfg_pin();
+	SKY_CFG_PIN();
+
 	sky_stat_inc(SKY_STAT_HOTPLUG_EVENTS);
 	sky_cpu_set_online(cpu, false);
 	sky_bound_arm(scx_bpf_now(), 0);
@@ -282,9 +284,9 @@ void BPF_STRUCT_OPS(sky_exit_task, struct task_struct *p, struct scx_exit_task_a
 
 void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 {
+	SKY_CFG_PIN();
 	struct sky_task *tctx = sky_task_of(p);
 
-	sky_cfg_pin();
 	/* Back from another class: a wait begun before it left is over. */
 	if (tctx)
 		tctx->queued_at_ns = 0;
@@ -293,7 +295,8 @@ void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 
 void BPF_STRUCT_OPS(sky_dump_op, struct scx_dump_ctx *dctx)
 {
-	sky_cfg_pin();
+	SKY_CFG_PIN();
+
 	sky_dump();
 }
 
@@ -309,6 +312,8 @@ void BPF_STRUCT_OPS(sky_dump_task_op, struct scx_dump_ctx *dctx, struct task_str
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(sky_init)
 {
+	SKY_CFG_PIN();
+
 	return sky_topology_init() ?: sky_bound_init();
 }
 

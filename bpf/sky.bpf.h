@@ -67,12 +67,12 @@ struct {
  * The policy in force, switched at runtime without a reload. The daemon
  * writes a whole policy into a free slot of sky_cfgs (.bss) and then
  * publishes its index in sky_cfg_live, so a published slot is always
- * complete. Each callback pins the slot it reads at entry
- * (sky_cfg_pin(): per CPU, since callbacks of one CPU do not overlap),
- * so one decision never mixes two policies. Where they do overlap (a
- * callback calling another, as cpu_release's re-enqueue does, or a timer
- * firing on a CPU inside a callback), the inner one pins the newest
- * policy and the outer one goes on with it: both are complete policies.
+ * complete. Each callback and timer pins the slot it reads at entry
+ * (SKY_CFG_PIN(): per CPU) and puts back, when it returns, the slot the
+ * CPU had pinned before. Where callbacks nest on one CPU (cpu_release's
+ * re-enqueue calls enqueue; a timer may fire inside a sleepable callback)
+ * the inner one decides under the newest policy and the outer one goes on
+ * under the slot it pinned: so one decision never mixes two policies.
  * A slot is written again only SKY_CFG_SLOTS switches later and no sooner
  * than 16 ms after it stopped being live (a callback pins a slot only
  * while it is live): a callback would have to run for 16 ms to see its
@@ -94,17 +94,36 @@ static __always_inline u32 sky_this_cpu_slot(void)
 	return bpf_get_smp_processor_id() & (SKY_MAX_CPUS - 1);
 }
 
-/* Pins the published policy for the callback this CPU is running. */
-static __always_inline void sky_cfg_pin(void)
+/*
+ * Pins the published policy for the callback this CPU is running; returns
+ * the slot pinned before, for sky_cfg_unpin(). Use SKY_CFG_PIN().
+ */
+static __always_inline u32 sky_cfg_pin(void)
 {
-	u32 live = sky_cfg_live & (SKY_CFG_SLOTS - 1);
+	u32 live = sky_cfg_live & (SKY_CFG_SLOTS - 1), cpu = sky_this_cpu_slot();
+	u32 outer = sky_cfg_pinned[cpu];
 
-	sky_cfg_pinned[sky_this_cpu_slot()] = live;
+	sky_cfg_pinned[cpu] = live;
 	/* One read of a line every CPU shares; one write per switch. */
 	if (!sky_cfg_first_use_ns[live])
 		__sync_val_compare_and_swap(&sky_cfg_first_use_ns[live], 0,
 					    bpf_ktime_get_ns());
+	return outer;
 }
+
+/* Gives the CPU back the slot an outer callback had pinned. */
+static __always_inline void sky_cfg_unpin(u32 *outer)
+{
+	sky_cfg_pinned[sky_this_cpu_slot()] = *outer;
+}
+
+/*
+ * First statement of every callback and timer that reads the policy: pins
+ * it for the callback's whole run and unpins on every return path.
+ */
+#define SKY_CFG_PIN()								\
+	u32 __sky_cfg_outer __attribute__((cleanup(sky_cfg_unpin), unused)) =	\
+		sky_cfg_pin()
 
 /* The policy this CPU's callback pinned. */
 #define sky_cfg (sky_cfgs[sky_cfg_pinned[sky_this_cpu_slot()] & (SKY_CFG_SLOTS - 1)])

@@ -4,13 +4,12 @@
 //! tasks gone removed.
 
 use crate::bpf::intf;
-use crate::bpf::skel::types::sky_comm_rule;
 use crate::map_room::MapRoom;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
 use sky_classify::pmu::{self, Counter, OpenCounters, PmuSource};
-use sky_classify::{live, replay, Class, ClassTable, Classifier, CommShape, Deltas, Hints, TaskId};
+use sky_classify::{live, replay, Class, ClassTable, Classifier, Deltas, Hints, TaskId};
 use sky_policy::Policy;
 use sky_pvas::hints::SpaceHints;
 use std::collections::{HashMap, HashSet};
@@ -47,7 +46,11 @@ pub fn open_pmu(source: PmuSource, topo: &sky_topology::Topology) -> Option<Open
 }
 
 pub struct ClassFeed {
+    /// `--class`: tried before the policy's `[[class_rule]]`.
+    command_line: Vec<String>,
     hints: Hints,
+    /// The hints BPF cannot apply, as last logged.
+    daemon_only: Vec<String>,
     table: ClassTable,
     /// sky_pid_class: full at the last write?
     room: MapRoom,
@@ -131,48 +134,54 @@ impl ClassFeed {
                 None
             }
         };
-        let all_in_bpf = hints
-            .bpf_comm_rules(intf::sky_consts_SKY_COMM_RULES_MAX as usize)
-            .0
-            .len()
-            == hints.len();
-        let period = if all_in_bpf && pmu.is_none() {
-            CENSUS_PERIOD
-        } else {
-            DAEMON_PERIOD
-        };
-        Ok(ClassFeed {
+        let mut feed = ClassFeed {
+            command_line: command_line.to_vec(),
             hints,
+            daemon_only: Vec::new(),
             table: ClassTable::default(),
             room: MapRoom::default(),
-            period,
+            period: DAEMON_PERIOD,
             refreshed_at: None,
             pmu,
-        })
+        };
+        feed.hints_changed();
+        Ok(feed)
     }
 
-    /// The name hints BPF applies itself, the moment a task is named, into
-    /// `rules`; returns how many. Hints it cannot express (other globs)
-    /// are the daemon's alone, within 100 ms; a log line names them.
-    pub fn bpf_comm_rules(&self, rules: &mut [sky_comm_rule]) -> u32 {
-        let (bpf, daemon_only) = self.hints.bpf_comm_rules(rules.len());
-        if !daemon_only.is_empty() {
+    /// Takes `policy`'s class hints and `[classify]` thresholds (a switch
+    /// published it; BPF has its name hints already): the next refresh,
+    /// due at once, classes every task by them.
+    pub fn follow(&mut self, policy: &Policy) -> Result<()> {
+        self.hints = Hints::new(&self.command_line, &policy.class_rule)?;
+        if let Some(pmu) = &mut self.pmu {
+            if *pmu.classifier.thresholds() != policy.classify {
+                pmu.classifier = Classifier::new(policy.classify.clone())?;
+            }
+        }
+        self.hints_changed();
+        self.refreshed_at = None;
+        Ok(())
+    }
+
+    /// Hints BPF cannot express (other globs) are the daemon's alone,
+    /// within 100 ms (a log line names them); if BPF applies them all and
+    /// no counters are read, the tasks are listed only every second.
+    fn hints_changed(&mut self) {
+        let max = intf::sky_consts_SKY_COMM_RULES_MAX as usize;
+        let (bpf, daemon_only) = self.hints.bpf_comm_rules(max);
+        if !daemon_only.is_empty() && daemon_only != self.daemon_only {
             info!(
                 "class hints applied within 100 ms, not at once (BPF matches only \
                  NAME, NAME*, *NAME, *NAME* of up to 15 bytes, in order): {}",
                 daemon_only.join(", ")
             );
         }
-        for ((shape, literal, class), rule) in bpf.iter().zip(rules.iter_mut()) {
-            rule.pattern = [0; 16];
-            for (dst, src) in rule.pattern.iter_mut().zip(literal.bytes()) {
-                *dst = src as _;
-            }
-            rule.len = literal.len() as u32;
-            rule.shape = shape_value(*shape);
-            rule.class = class.bpf_value();
-        }
-        bpf.len() as u32
+        self.period = if bpf.len() == self.hints.len() && self.pmu.is_none() {
+            CENSUS_PERIOD
+        } else {
+            DAEMON_PERIOD
+        };
+        self.daemon_only = daemon_only;
     }
 
     /// Is a refresh due (a period has passed since the last one)?
@@ -427,15 +436,6 @@ fn parse_task_counts(value: &[u8]) -> Option<(u64, [u64; 5])> {
     Some((word(0)?, sums))
 }
 
-fn shape_value(shape: CommShape) -> u32 {
-    match shape {
-        CommShape::Exact => intf::sky_comm_shape_SKY_COMM_EXACT,
-        CommShape::Prefix => intf::sky_comm_shape_SKY_COMM_PREFIX,
-        CommShape::Suffix => intf::sky_comm_shape_SKY_COMM_SUFFIX,
-        CommShape::Contains => intf::sky_comm_shape_SKY_COMM_CONTAINS,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -662,34 +662,33 @@ mod tests {
     }
 
     #[test]
-    fn name_hints_are_written_for_bpf_in_order() {
+    fn tasks_are_listed_every_100_ms_only_for_hints_bpf_cannot_apply_or_counters() {
         let policy = Policy::load("sky1").unwrap();
         let cli = ["cpu-*=compute", "*pm*=pm-writer", "c?x=compute"].map(String::from);
-        let feed = ClassFeed::new(&cli, &policy, None, None).unwrap();
-        let mut rules = [sky_comm_rule::default(); 4];
-        assert_eq!(feed.bpf_comm_rules(&mut rules), 2);
-        let name: Vec<u8> = rules[0].pattern[..5].iter().map(|&b| b as u8).collect();
-        assert_eq!(name, b"cpu-\0");
-        assert_eq!(
-            (rules[0].len, rules[0].shape, rules[0].class),
-            (
-                4,
-                intf::sky_comm_shape_SKY_COMM_PREFIX,
-                Class::Compute.bpf_value()
-            )
-        );
-        assert_eq!(
-            (rules[1].len, rules[1].shape, rules[1].class),
-            (
-                2,
-                intf::sky_comm_shape_SKY_COMM_CONTAINS,
-                Class::PmWriter.bpf_value()
-            )
-        );
+        let mut feed = ClassFeed::new(&cli, &policy, None, None).unwrap();
+        assert_eq!(feed.daemon_only, ["c?x"]);
         assert_eq!(feed.period, DAEMON_PERIOD, "c?x needs the daemon");
         let bpf_only = ["cpu-*=compute".to_string()];
-        let feed = ClassFeed::new(&bpf_only, &policy, None, None).unwrap();
-        assert_eq!(feed.period, CENSUS_PERIOD);
+        let mut bpf_feed = ClassFeed::new(&bpf_only, &policy, None, None).unwrap();
+        assert_eq!(bpf_feed.period, CENSUS_PERIOD);
+        // A switch to a policy with a rule only the daemon applies.
+        let mut daemon = policy.clone();
+        daemon.class_rule.push(sky_classify::RuleSpec {
+            comm: Some("d?b".into()),
+            cgroup: None,
+            pid: None,
+            class: "memory-bound".into(),
+        });
+        bpf_feed.follow(&daemon).unwrap();
+        assert_eq!(bpf_feed.period, DAEMON_PERIOD);
+        assert!(bpf_feed.can_class_memory_bound());
+        assert!(bpf_feed.due(), "the new rules are applied at once");
+        bpf_feed.follow(&policy).unwrap();
+        assert_eq!(bpf_feed.period, CENSUS_PERIOD);
+        assert!(!bpf_feed.can_class_memory_bound());
+        // The command line's hints stay across switches.
+        feed.follow(&policy).unwrap();
+        assert_eq!(feed.daemon_only, ["c?x"]);
         // Counters must be read every period, hints or not.
         let pmu = OpenCounters::default();
         let feed = ClassFeed::new(&[], &policy, Some(&pmu), None).unwrap();

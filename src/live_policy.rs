@@ -1,15 +1,20 @@
 //! The policy in force and how it changes while the scheduler runs: a new
 //! policy is validated whole, written into a free slot of `sky_cfgs` and
 //! published by one store of its index (bpf/sky.bpf.h), with a generation
-//! that moves on every switch. [`Switcher`] shares it between the run loop
-//! (SIGHUP, stats) and the control socket's threads, which switch straight
-//! into BPF's memory: a switch waits for nothing the run loop does.
+//! that moves on every switch. A slot holds everything BPF takes from a
+//! policy: the knobs and the class hints by task name it applies itself.
+//! The daemon's own uses of a policy (its hints, `[classify]`, gang rules)
+//! follow the generation ([`Switcher::policy_if_newer`]). [`Switcher`]
+//! shares it between the run loop (SIGHUP, stats) and the control socket's
+//! threads, which switch straight into BPF's memory: a switch waits for
+//! nothing the run loop does.
 
 use crate::bpf::intf;
-use crate::bpf::skel::types::{bss, sky_config};
+use crate::bpf::skel::types::{bss, sky_comm_rule, sky_config};
 use anyhow::{bail, ensure, Result};
 use libbpf_rs::MapCore;
 use log::info;
+use sky_classify::{Class, CommShape, Hints};
 use sky_control::Request;
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
 use sky_topology::DecayThresholds;
@@ -49,9 +54,25 @@ impl Wanted {
     }
 }
 
+/// A policy resolved for this machine and command line: all a publish
+/// writes.
+#[derive(Debug)]
+pub struct Prepared {
+    policy: Policy,
+    knobs: Knobs,
+    /// The command line's `--class` hints, then the policy's.
+    hints: Hints,
+}
+
 pub struct LivePolicy {
     pub policy: Policy,
     pub knobs: Knobs,
+    /// The command line's `--class` hints, tried before every policy's
+    /// `[[class_rule]]`.
+    class_cli: Vec<String>,
+    /// Are PMU counts classing tasks (so a class can say memory-bound)?
+    /// Known once the counters are opened, at each load.
+    pmu_counts: bool,
     /// The presets, parsed once: a switch storm should not parse TOML
     /// each time. Files are read afresh on every switch.
     presets: Vec<Policy>,
@@ -64,8 +85,14 @@ pub struct LivePolicy {
 }
 
 impl LivePolicy {
-    pub fn new(policy: Policy, over: Overrides, derived: DecayThresholds) -> Result<Self> {
+    pub fn new(
+        policy: Policy,
+        over: Overrides,
+        derived: DecayThresholds,
+        class_cli: Vec<String>,
+    ) -> Result<Self> {
         let knobs = policy.resolve(&over, &derived)?;
+        Hints::new(&class_cli, &policy.class_rule)?;
         let presets = sky_policy::preset_names()
             .iter()
             .map(|name| Policy::load(name))
@@ -73,6 +100,8 @@ impl LivePolicy {
         Ok(LivePolicy {
             policy,
             knobs,
+            class_cli,
+            pmu_counts: false,
             presets,
             over,
             derived,
@@ -82,16 +111,22 @@ impl LivePolicy {
     }
 
     /// Resolves the running policy again for a topology read afresh (a
-    /// reload after hotplug may change the cache sizes).
-    pub fn rebind(&mut self, derived: DecayThresholds) -> Result<()> {
-        self.knobs = self.policy.resolve(&self.over, &derived)?;
+    /// reload after hotplug may change the cache sizes) and the PMU
+    /// counters as opened this time (`pmu_counts`).
+    pub fn rebind(&mut self, derived: DecayThresholds, pmu_counts: bool) -> Result<Prepared> {
+        let running = Prepared {
+            knobs: self.policy.resolve(&self.over, &derived)?,
+            hints: Hints::new(&self.class_cli, &self.policy.class_rule)?,
+            policy: self.policy.clone(),
+        };
         self.derived = derived;
-        Ok(())
+        self.pmu_counts = pmu_counts;
+        Ok(running)
     }
 
     /// Resolves a wanted policy against the command line's overrides and
     /// this machine; nothing changes if it fails.
-    pub fn prepare(&self, wanted: Wanted) -> Result<(Policy, Knobs)> {
+    pub fn prepare(&self, wanted: Wanted) -> Result<Prepared> {
         let policy = match wanted {
             Wanted::File(policy) => *policy,
             Wanted::Preset(name) => match self.presets.iter().find(|p| p.name == name) {
@@ -103,41 +138,49 @@ impl LivePolicy {
             },
         };
         let knobs = policy.resolve(&self.over, &self.derived)?;
-        Ok((policy, knobs))
+        let hints = Hints::new(&self.class_cli, &policy.class_rule)?;
+        Ok(Prepared {
+            policy,
+            knobs,
+            hints,
+        })
     }
 
     /// Publishes `policy` (resolved to `knobs`) to BPF as the next
     /// generation: the whole config into the slot after the live one,
     /// then the slot's index.
-    pub fn publish(&mut self, bss: &mut bss, policy: Policy, knobs: Knobs) -> u64 {
+    pub fn publish(&mut self, bss: &mut bss, next: Prepared) -> u64 {
         let live = bss.sky_cfg_live % SLOTS;
-        let next = next_slot(live);
-        if let Some(wait) = self.superseded_at[next as usize]
+        let slot = next_slot(live);
+        if let Some(wait) = self.superseded_at[slot as usize]
             .and_then(|t| SLOT_REUSE_AFTER.checked_sub(t.elapsed()))
         {
             std::thread::sleep(wait);
         }
         self.generation += 1;
-        write_config(&mut bss.sky_cfgs[next as usize], &knobs, self.generation);
+        let cfg = &mut bss.sky_cfgs[slot as usize];
+        write_config(cfg, &next.knobs, self.generation);
+        cfg.nr_comm_rules = write_comm_rules(&next.hints, &mut cfg.comm_rules);
+        cfg.gang_by_class = u32::from(self.pmu_counts || next.hints.gives(Class::MemoryBound));
         // SAFETY: an aligned u64 in the mmapped .bss; BPF only sets it
         // from 0, and not for this slot until its index is published.
-        unsafe { std::ptr::write_volatile(&mut bss.sky_cfg_first_use_ns[next as usize], 0) };
+        unsafe { std::ptr::write_volatile(&mut bss.sky_cfg_first_use_ns[slot as usize], 0) };
         // The slot must be complete before BPF can see its index.
         fence(Ordering::SeqCst);
         // SAFETY: a plain aligned u32 in the mmapped .bss, read by BPF.
-        unsafe { std::ptr::write_volatile(&mut bss.sky_cfg_live, next) };
+        unsafe { std::ptr::write_volatile(&mut bss.sky_cfg_live, slot) };
         self.superseded_at[live as usize] = Some(Instant::now());
-        self.policy = policy;
-        self.knobs = knobs;
+        self.policy = next.policy;
+        self.knobs = next.knobs;
         self.generation
     }
 
     /// Makes `policy` the running one without writing it anywhere: the
     /// next load publishes it.
-    fn adopt(&mut self, policy: Policy, knobs: Knobs) {
+    fn adopt(&mut self, next: Prepared) {
         self.generation += 1;
-        self.policy = policy;
-        self.knobs = knobs;
+        self.policy = next.policy;
+        self.knobs = next.knobs;
     }
 
     /// The presets, one `NAME  description` line each.
@@ -196,17 +239,30 @@ impl Switcher {
 
     /// Writes the running policy into a scheduler about to load (its
     /// initial .bss), resolved for the topology it was opened with.
-    pub fn load_into(&self, bss: &mut bss, derived: DecayThresholds) -> Result<()> {
+    /// Returns the generation written.
+    pub fn load_into(
+        &self,
+        bss: &mut bss,
+        derived: DecayThresholds,
+        pmu_counts: bool,
+    ) -> Result<u64> {
         let mut s = self.lock();
-        s.live.rebind(derived)?;
-        let (policy, knobs) = (s.live.policy.clone(), s.live.knobs);
-        s.live.publish(bss, policy, knobs);
-        Ok(())
+        let running = s.live.rebind(derived, pmu_counts)?;
+        Ok(s.live.publish(bss, running))
     }
 
-    /// From now on switches go straight into the loaded scheduler's .bss.
-    pub fn attach(&self, map: &libbpf_rs::MapMut) -> Result<()> {
-        self.lock().bss = Some(BssMapping::new(map)?);
+    /// From now on switches go straight into the loaded scheduler's .bss;
+    /// a switch made since `load_into` wrote generation `loaded` is
+    /// published now.
+    pub fn attach(&self, map: &libbpf_rs::MapMut, loaded: u64) -> Result<()> {
+        let mut s = self.lock();
+        let mut mapping = BssMapping::new(map)?;
+        if s.live.generation != loaded {
+            let (derived, pmu_counts) = (s.live.derived, s.live.pmu_counts);
+            let running = s.live.rebind(derived, pmu_counts)?;
+            s.live.publish(mapping.bss(), running);
+        }
+        s.bss = Some(mapping);
         Ok(())
     }
 
@@ -219,14 +275,14 @@ impl Switcher {
     pub fn switch(&self, name_or_path: &str) -> Result<String> {
         let wanted = Wanted::read(name_or_path)?;
         let mut s = self.lock();
-        let (policy, knobs) = s.live.prepare(wanted)?;
+        let next = s.live.prepare(wanted)?;
         let Shared { live, bss, .. } = &mut *s;
         match bss {
             Some(map) => {
-                live.publish(map.bss(), policy, knobs);
+                live.publish(map.bss(), next);
             }
             // Between two loads: the next load publishes it.
-            None => live.adopt(policy, knobs),
+            None => live.adopt(next),
         }
         // One line a second at most: a storm of switches must not turn
         // into a storm of log lines.
@@ -258,10 +314,22 @@ impl Switcher {
         }
     }
 
-    /// The running policy and its knobs.
-    pub fn policy_and_knobs(&self) -> (Policy, Knobs) {
+    /// The running policy and its generation.
+    pub fn policy_and_generation(&self) -> (Policy, u64) {
         let s = self.lock();
-        (s.live.policy.clone(), s.live.knobs)
+        (s.live.policy.clone(), s.live.generation)
+    }
+
+    /// The running policy's knobs.
+    pub fn knobs(&self) -> Knobs {
+        self.lock().live.knobs
+    }
+
+    /// The running policy and its generation, if that is newer than
+    /// `seen`.
+    pub fn policy_if_newer(&self, seen: u64) -> Option<(Policy, u64)> {
+        let s = self.lock();
+        (s.live.generation != seen).then(|| (s.live.policy.clone(), s.live.generation))
     }
 
     /// The running policy's name and generation.
@@ -349,6 +417,28 @@ fn next_slot(live: u32) -> u32 {
     (live % SLOTS + 1) % SLOTS
 }
 
+/// The name hints BPF can apply itself (NAME, NAME*, *NAME, *NAME* of up
+/// to 15 bytes, in order, up to the first it cannot) into `rules`;
+/// returns how many. The rest are the daemon's (`ClassFeed`).
+fn write_comm_rules(hints: &Hints, rules: &mut [sky_comm_rule]) -> u32 {
+    let (bpf, _daemon_only) = hints.bpf_comm_rules(rules.len());
+    for ((shape, literal, class), rule) in bpf.iter().zip(rules.iter_mut()) {
+        rule.pattern = [0; 16];
+        for (dst, src) in rule.pattern.iter_mut().zip(literal.bytes()) {
+            *dst = src as _;
+        }
+        rule.len = literal.len() as u32;
+        rule.shape = match shape {
+            CommShape::Exact => intf::sky_comm_shape_SKY_COMM_EXACT,
+            CommShape::Prefix => intf::sky_comm_shape_SKY_COMM_PREFIX,
+            CommShape::Suffix => intf::sky_comm_shape_SKY_COMM_SUFFIX,
+            CommShape::Contains => intf::sky_comm_shape_SKY_COMM_CONTAINS,
+        };
+        rule.class = class.bpf_value();
+    }
+    bpf.len() as u32
+}
+
 fn write_config(cfg: &mut sky_config, k: &Knobs, generation: u64) {
     cfg.affinity = u32::from(k.affinity);
     cfg.decay = match k.decay {
@@ -379,6 +469,10 @@ mod tests {
     use super::*;
 
     fn live() -> LivePolicy {
+        live_with_hints(&[])
+    }
+
+    fn live_with_hints(class_cli: &[&str]) -> LivePolicy {
         let derived = DecayThresholds {
             core_ns: 500_000,
             llc_ns: 2_000_000,
@@ -390,7 +484,8 @@ mod tests {
             slice_us: Some(2000),
             ..Default::default()
         };
-        LivePolicy::new(Policy::load("sky1").unwrap(), over, derived).unwrap()
+        let class_cli = class_cli.iter().map(|h| h.to_string()).collect();
+        LivePolicy::new(Policy::load("sky1").unwrap(), over, derived, class_cli).unwrap()
     }
 
     #[test]
@@ -415,10 +510,10 @@ mod tests {
         let mut l = live();
         // SAFETY: bss is plain data (integers and arrays of them).
         let mut bss: Box<bss> = Box::new(unsafe { std::mem::zeroed() });
-        let (p, k) = l.prepare(Wanted::read("sky1").unwrap()).unwrap();
-        assert_eq!(l.publish(&mut bss, p, k), 1);
-        let (p, k) = l.prepare(Wanted::read("vtime").unwrap()).unwrap();
-        assert_eq!(l.publish(&mut bss, p, k), 2);
+        let next = l.prepare(Wanted::read("sky1").unwrap()).unwrap();
+        assert_eq!(l.publish(&mut bss, next), 1);
+        let next = l.prepare(Wanted::read("vtime").unwrap()).unwrap();
+        assert_eq!(l.publish(&mut bss, next), 2);
         assert_eq!(bss.sky_cfg_live, 2);
         let cfg = &bss.sky_cfgs[2];
         assert_eq!((cfg.affinity, cfg.generation), (0, 2));
@@ -438,6 +533,85 @@ mod tests {
         assert!(text.contains("slice_ns = 2000000"), "{text}");
     }
 
+    fn pattern(rule: &sky_comm_rule) -> String {
+        let len = rule.len as usize;
+        rule.pattern[..len]
+            .iter()
+            .map(|&b| b as u8 as char)
+            .collect()
+    }
+
+    #[test]
+    fn name_hints_are_written_for_bpf_in_order_up_to_the_first_it_cannot_apply() {
+        let mut l = live_with_hints(&[
+            "cpu-*=compute",
+            "*pm*=pm-writer",
+            "c?x=compute",
+            "db=compute",
+        ]);
+        // SAFETY: bss is plain data (integers and arrays of them).
+        let mut bss: Box<bss> = Box::new(unsafe { std::mem::zeroed() });
+        let running = l.rebind(l.derived, false).unwrap();
+        l.publish(&mut bss, running);
+        let cfg = &bss.sky_cfgs[1];
+        assert_eq!(
+            cfg.nr_comm_rules, 2,
+            "c?x and what follows are the daemon's"
+        );
+        let rules = &cfg.comm_rules;
+        assert_eq!(pattern(&rules[0]), "cpu-");
+        assert_eq!(
+            (rules[0].shape, rules[0].class),
+            (
+                intf::sky_comm_shape_SKY_COMM_PREFIX,
+                Class::Compute.bpf_value()
+            )
+        );
+        assert_eq!(pattern(&rules[1]), "pm");
+        assert_eq!(
+            (rules[1].shape, rules[1].class),
+            (
+                intf::sky_comm_shape_SKY_COMM_CONTAINS,
+                Class::PmWriter.bpf_value()
+            )
+        );
+        assert_eq!(cfg.gang_by_class, 0, "nothing can say memory-bound");
+    }
+
+    /// A switch carries the new policy's name hints (after the command
+    /// line's) and whether a class can say memory-bound into the slot it
+    /// publishes; switching back takes them away again.
+    #[test]
+    fn a_switch_publishes_the_new_policys_name_hints() {
+        let mut l = live_with_hints(&["cpu-*=compute"]);
+        // SAFETY: bss is plain data (integers and arrays of them).
+        let mut bss: Box<bss> = Box::new(unsafe { std::mem::zeroed() });
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("db.toml");
+        let text = sky_policy::PRESETS[0]
+            .1
+            .replace("name = \"sky1\"", "name = \"db\"")
+            + "\n[[class_rule]]\ncomm = \"*db*\"\nclass = \"memory-bound\"\n";
+        std::fs::write(&file, text).unwrap();
+        let next = l
+            .prepare(Wanted::read(file.to_str().unwrap()).unwrap())
+            .unwrap();
+        l.publish(&mut bss, next);
+        let cfg = &bss.sky_cfgs[1];
+        assert_eq!(cfg.nr_comm_rules, 2);
+        assert_eq!(pattern(&cfg.comm_rules[0]), "cpu-");
+        assert_eq!(pattern(&cfg.comm_rules[1]), "db");
+        assert_eq!(cfg.comm_rules[1].class, Class::MemoryBound.bpf_value());
+        assert_eq!(cfg.gang_by_class, 1);
+        l.publish(&mut bss, l.prepare(Wanted::read("sky1").unwrap()).unwrap());
+        let cfg = &bss.sky_cfgs[2];
+        assert_eq!((cfg.nr_comm_rules, cfg.gang_by_class), (1, 0));
+        // With PMU counts any task can be memory-bound.
+        let running = l.rebind(l.derived, true).unwrap();
+        l.publish(&mut bss, running);
+        assert_eq!(bss.sky_cfgs[3].gang_by_class, 1);
+    }
+
     #[test]
     fn a_slot_is_rewritten_only_16_ms_after_it_stopped_being_live() {
         let mut l = live();
@@ -448,8 +622,8 @@ mod tests {
         // moments ago, so they wait for SLOT_REUSE_AFTER.
         for i in 0..SLOTS + 2 {
             let name = if i % 2 == 0 { "vtime" } else { "sky1" };
-            let (p, k) = l.prepare(Wanted::read(name).unwrap()).unwrap();
-            l.publish(&mut bss, p, k);
+            let next = l.prepare(Wanted::read(name).unwrap()).unwrap();
+            l.publish(&mut bss, next);
         }
         assert!(
             started.elapsed() >= SLOT_REUSE_AFTER,

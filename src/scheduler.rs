@@ -33,6 +33,8 @@ pub struct Scheduler<'a> {
     run_for: Duration,
     classes: ClassFeed,
     gangs: GangFeed,
+    /// The policy generation the classes and gangs follow.
+    policy_generation: u64,
     live: Switcher,
     /// The scx_stats server (`scx_sky stats`, scx tools); None if it
     /// could not listen.
@@ -78,6 +80,8 @@ impl<'a> Scheduler<'a> {
         check_topology_fits(&topo)?;
         let derived = decay_thresholds(opts, &topo)?;
 
+        // PMU counters where the machine has them.
+        let pmu = open_pmu(opts.pmu, &topo);
         // The running policy (the start policy, or the one switched to
         // before a reload), resolved for this topology, in BPF's units.
         let bss = skel
@@ -85,12 +89,10 @@ impl<'a> Scheduler<'a> {
             .bss_data
             .as_mut()
             .context("BPF object has no bss")?;
-        live.load_into(bss, derived)?;
-        let (policy, knobs) = live.policy_and_knobs();
-        log_start(&policy, &topo, &knobs);
-        // PMU counters where the machine has them; classes from hints,
-        // shared spaces and counters.
-        let pmu = open_pmu(opts.pmu, &topo);
+        let loaded = live.load_into(bss, derived, pmu.is_some())?;
+        let (policy, generation) = live.policy_and_generation();
+        log_start(&policy, &topo, &live.knobs());
+        // Classes from hints, shared spaces and counters.
         let classes = ClassFeed::new(
             &opts.classes,
             &policy,
@@ -100,7 +102,7 @@ impl<'a> Scheduler<'a> {
         // Gangs by rule, shared space or process, homed by the planner.
         let gangs = GangFeed::new(&opts.gang_rules, &policy, &topo)?;
 
-        // Hand BPF the topology, the policy and the name hints it applies.
+        // Hand BPF the topology and what the machine counts.
         write_topology(&mut skel, &topo)?;
         {
             let rodata = skel
@@ -119,10 +121,6 @@ impl<'a> Scheduler<'a> {
                     );
                 }
             }
-            rodata.sky_nr_comm_rules = classes.bpf_comm_rules(&mut rodata.sky_comm_rules);
-            // BPF looks a task's class up for a provisional gang home only
-            // where a class can say memory-bound.
-            rodata.sky_gang_by_class = u32::from(classes.can_class_memory_bound());
             // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
         }
@@ -142,7 +140,7 @@ impl<'a> Scheduler<'a> {
         let struct_ops = Some(scx_ops_attach!(skel, sky_ops)?);
         info!("scx_sky attached");
         // From here the control socket switches straight into BPF.
-        live.attach(&skel.maps.bss)?;
+        live.attach(&skel.maps.bss, loaded)?;
         Ok(Self {
             skel,
             struct_ops,
@@ -150,6 +148,7 @@ impl<'a> Scheduler<'a> {
             run_for,
             classes,
             gangs,
+            policy_generation: generation,
             live: live.clone(),
             stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
                 .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
@@ -184,6 +183,7 @@ impl<'a> Scheduler<'a> {
                     Err(e) => warn!("SIGHUP: {e:#}; the running policy stays"),
                 }
             }
+            self.follow_policy();
             self.refresh_tasks();
             self.follow_pmu_cpus();
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
@@ -211,6 +211,28 @@ impl<'a> Scheduler<'a> {
         self.live.detach();
         self.struct_ops.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// A switch (control socket, SIGHUP) published a new policy: the
+    /// daemon's hints, classifier and gang rules become the new policy's,
+    /// as BPF's name hints did with the switch.
+    fn follow_policy(&mut self) {
+        let Some((policy, generation)) = self.live.policy_if_newer(self.policy_generation) else {
+            return;
+        };
+        self.policy_generation = generation;
+        if let Err(e) = self.classes.follow(&policy) {
+            warn!(
+                "policy {}: the daemon's class hints stay as they were: {e:#}",
+                policy.name
+            );
+        }
+        if let Err(e) = self.gangs.follow(&policy) {
+            warn!(
+                "policy {}: the gang rules stay as they were: {e:#}",
+                policy.name
+            );
+        }
     }
 
     /// PMU counters for CPUs that came online (see `pmu_cpus`).
@@ -345,6 +367,7 @@ pub fn start_policy(opts: &RunOpts) -> Result<LivePolicy> {
         Policy::load(&opts.policy)?,
         over,
         decay_thresholds(opts, &topo)?,
+        opts.classes.clone(),
     )
 }
 

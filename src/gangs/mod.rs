@@ -153,6 +153,8 @@ impl GangsView {
 }
 
 pub struct GangFeed {
+    /// `--gang`: tried before the policy's `[[gang_rule]]`.
+    command_line: Vec<String>,
     rules: GangRules,
     /// The CPI test, fed from the PMU where it counts.
     detector: Detector,
@@ -223,6 +225,7 @@ impl GangFeed {
             })
             .collect();
         Ok(GangFeed {
+            command_line: command_line.to_vec(),
             rules,
             detector: Detector::default(),
             llc_of_cpu: topo.cpus.iter().map(|c| c.llc.map(|l| l as u32)).collect(),
@@ -240,6 +243,14 @@ impl GangFeed {
             spaces_last_seen: None,
             view: GangsView::default(),
         })
+    }
+
+    /// Takes `policy`'s gang rules (a switch published it), after the
+    /// command line's: the next refresh, due at once, forms gangs by them.
+    pub fn follow(&mut self, policy: &Policy) -> Result<()> {
+        self.rules = GangRules::new(&self.command_line, &policy.gang_rule)?;
+        self.refreshed_at = None;
+        Ok(())
     }
 
     pub fn due(&self) -> bool {

@@ -8,6 +8,13 @@
 # hint itself. ${1} replaces that hint (a glob BPF cannot apply, e.g.
 # 'cpu-matmu?=memory-bound', shows what the daemon alone catches, looking
 # every 100 ms then).
+#
+# Then a runtime switch to a policy with hints and a gang rule of its own
+# (`hinted`: cpu-matadd is memory-bound and its processes one gang): BPF
+# applies the name hint from the switch on, to 20 short cpu-matadd
+# processes the daemon never sees (memory-bound time grows by theirs); the
+# daemon classes two long ones by it (its census) and gathers them into
+# the rule's gang (`scx_sky gangs`). Back on sky1, none of it holds.
 . ./lib.sh
 start_sky --stats-interval 1 --class 'pm-writer=pm-writer' --class 'cpu-idiv=compute' \
 	--class "${1:-cpu-matmul=memory-bound}" || exit 1
@@ -23,5 +30,53 @@ while [ "$i" -lt 20 ]; do
 	i=$((i + 1))
 done
 echo "check state_after_load=$(state)"
+
+mb_ns() {
+	scx_sky stats --json | sed -n 's/.*"ran_ns_memory_bound":\([0-9]*\).*/\1/p'
+}
+# short_matadds: 20 cpu-matadd processes of 20 ms; prints the memory-bound
+# nanoseconds they added.
+short_matadds() {
+	before=$(mb_ns)
+	i=0
+	while [ "$i" -lt 20 ]; do
+		sky-work compute --kind matadd --seconds 0.02 >/dev/null
+		i=$((i + 1))
+	done
+	echo $(($(mb_ns) - before))
+}
+# long_matadds: two cpu-matadd processes of 3 s; after 2 s, the daemon's
+# census and gangs.
+long_matadds() {
+	sky-work compute --kind matadd --seconds 3 >/dev/null &
+	one=$!
+	sky-work compute --kind matadd --seconds 3 >/dev/null &
+	two=$!
+	sleep 2
+	scx_sky gangs >/tmp/gangs.txt 2>&1
+	wait "$one" "$two"
+}
+printf '%s\n' 'name = "hinted"' 'description = "sky1, cpu-matadd memory-bound and one gang"' \
+	'affinity = true' 'walk_depth = 8' 'slice_us = 5000' 'affinity_grace_us = 1000' \
+	'sleeper_credit_us = 5000' 'starve_ms = 50' '[[class_rule]]' 'comm = "cpu-matadd"' \
+	'class = "memory-bound"' '[[gang_rule]]' 'comm = "cpu-matadd"' 'memory_bound = true' \
+	>/tmp/hinted.toml
+echo "check before_switch_mb_ns=$(short_matadds)"
+scx_sky policy set /tmp/hinted.toml >/dev/null
+echo "check switch_exit=$?"
+echo "check hinted_mb_ns=$(short_matadds)"
+stats_lines=$(grep -c 'stats: ' /tmp/sky.log)
+long_matadds
+sed 's/^/hinted gangs: /' /tmp/gangs.txt
+echo "check hinted_rule_gangs=$(grep -c '^gang .*rule' /tmp/gangs.txt)"
+echo "check hinted_census=$(tail -n +$((stats_lines + 1)) /tmp/sky.log | grep 'stats: ' |
+	grep -c 'memory-bound=2')"
+scx_sky policy set sky1 >/dev/null
+echo "check back_exit=$?"
+echo "check back_mb_ns=$(short_matadds)"
+long_matadds
+sed 's/^/back gangs: /' /tmp/gangs.txt
+echo "check back_rule_gangs=$(grep -c '^gang .*rule' /tmp/gangs.txt)"
+echo "check state_after_switches=$(state)"
 stop_sky
 report_dmesg

@@ -50,6 +50,11 @@ impl<K: Eq + Hash + Clone> Classifier<K> {
         })
     }
 
+    /// The thresholds it judges by.
+    pub fn thresholds(&self) -> &Thresholds {
+        &self.thresholds
+    }
+
     /// The class the features point to, tested with `side`'s thresholds;
     /// pm-writer first (a PM writer misses the LLC too), compute last.
     fn candidate(&self, f: &Features, side: Side) -> Class {
