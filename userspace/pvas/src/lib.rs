@@ -23,7 +23,7 @@ pub mod msg;
 pub mod pattern;
 pub mod persist;
 pub mod pmq;
-mod proc;
+pub mod proc;
 pub mod space;
 mod wait;
 

@@ -31,11 +31,6 @@ pub struct Member {
     pub memory_bound: bool,
 }
 
-/// pid in the low 32 bits, the low 32 bits of its start time in the high.
-fn owner_word(pid: u32, start: u64) -> u64 {
-    (start << 32) | pid as u64
-}
-
 impl Space {
     /// Joins as member `id` through this process's existing mapping of the
     /// space: the seed's `pvas_fork`. A child forked by a member already
@@ -65,7 +60,8 @@ impl Space {
         let generation = self.begin_join(id);
         let slot = self.slot(id);
         self.reset_member_state(id);
-        slot.owner.store(owner_word(me, start), Ordering::Release);
+        slot.owner
+            .store(proc::owner_word(me, start), Ordering::Release);
         slot.pm_writer.store(0, Ordering::Relaxed);
         slot.hints.store(0, Ordering::Relaxed);
         let generation = generation.wrapping_add(1);
@@ -88,7 +84,7 @@ impl Space {
         // a joining member with the space before it attaches.
         let me = proc::my_pid();
         slot.owner.store(
-            owner_word(me, proc::start_time(me).unwrap_or(0)),
+            proc::owner_word(me, proc::start_time(me).unwrap_or(0)),
             Ordering::Release,
         );
         slot.state.store(SLOT_JOINING, Ordering::Release);

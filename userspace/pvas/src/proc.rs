@@ -13,6 +13,12 @@ pub fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// A member's label in the member table: pid in the low 32 bits, the low
+/// 32 bits of its start time in the high.
+pub fn owner_word(pid: u32, start: u64) -> u64 {
+    (start << 32) | pid as u64
+}
+
 /// The real uid of `pid` (/proc/PID/status, `Uid:`), or None if there is
 /// no such process.
 pub fn real_uid(pid: u32) -> Option<u32> {

@@ -13,6 +13,7 @@ pub mod observer_check;
 pub mod pingpong;
 pub mod placement;
 pub mod procstat;
+pub mod relabel;
 pub mod share;
 pub mod smt_pair;
 pub mod smt_share;

@@ -141,6 +141,19 @@ enum Command {
         #[arg(long, default_value_t = 2)]
         per_kind: usize,
     },
+    /// A hostile member of a shared space: joins as member ID, says it is
+    /// memory-bound, and labels its slot with process VICTIM's pid and
+    /// start time; holds the slot for SECONDS.
+    Relabel {
+        /// The space's backing file.
+        space: std::path::PathBuf,
+        #[arg(long)]
+        id: u32,
+        #[arg(long)]
+        victim: u32,
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+    },
     /// Spinners of different nice levels pinned to one CPU; prints their
     /// CPU-time ratio beside the ratio of their weights.
     Share {
@@ -405,6 +418,15 @@ fn run(cli: Cli) -> Result<()> {
         Command::Burn { threads, seconds } => {
             let work = threads::burn(threads, secs(seconds)?)?;
             println!("result workload=burn threads={threads} iterations={work}");
+        }
+        Command::Relabel {
+            space,
+            id,
+            victim,
+            seconds,
+        } => {
+            let forged = sky_workloads::relabel::relabel(&space, id, victim, secs(seconds)?)?;
+            println!("result workload=relabel id={id} victim={victim} label={forged:#x}");
         }
         Command::Hostile {
             seconds,
