@@ -1,5 +1,6 @@
 //! Command line of `scx_sky`.
 
+use crate::bpf::intf;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -278,6 +279,19 @@ pub struct RunOpts {
     /// `scx_sky classify --replay FILE -p tuned.toml`.
     #[arg(long, value_name = "FILE")]
     pub record_counters: Option<std::path::PathBuf>,
+
+    /// Most threads the daemon can give a class at once (the class and
+    /// counter maps' size). Beyond it, BPF's name hints still apply; the
+    /// log says when the map fills and when it has room again.
+    #[arg(long, value_name = "N", default_value_t = intf::sky_consts_SKY_CLASSED_MAX,
+          value_parser = clap::value_parser!(u32).range(16..=1 << 22))]
+    pub max_classed: u32,
+
+    /// Most gangs with a home, and most processes in gangs of several (the
+    /// gang maps' size); the log says when they fill.
+    #[arg(long, value_name = "N", default_value_t = intf::sky_consts_SKY_GANGS_MAX,
+          value_parser = clap::value_parser!(u32).range(4..=1 << 22))]
+    pub max_ganged: u32,
 
     /// Size of the debug dump printed if the scheduler is ejected (0: default).
     #[arg(long, default_value_t = 0)]

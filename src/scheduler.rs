@@ -74,6 +74,7 @@ impl<'a> Scheduler<'a> {
             });
         let mut skel = scx_ops_open!(builder, open_object, sky_ops, open_opts)?;
         skel.struct_ops.sky_ops_mut().exit_dump_len = opts.exit_dump_len;
+        size_task_maps(&mut skel, opts)?;
 
         // Where the caches are and how much they hold.
         let topo = Topology::from_host().context("reading the CPU topology from sysfs")?;
@@ -454,6 +455,26 @@ fn write_topology(skel: &mut OpenBpfSkel, topo: &Topology) -> Result<()> {
     }
     for (i, llc) in topo.llcs.iter().enumerate() {
         bss.sky_llc_online[i] = llc.cpus.iter().filter(|&&c| topo.cpus[c].online).count() as i32;
+    }
+    Ok(())
+}
+
+/// The class, counter and gang maps as large as asked (`--max-classed`,
+/// `--max-ganged`).
+fn size_task_maps(skel: &mut OpenBpfSkel, opts: &RunOpts) -> Result<()> {
+    let maps = &mut skel.maps;
+    for (map, entries) in [
+        (&mut maps.sky_pid_class, opts.max_classed),
+        (&mut maps.sky_pid_counts, opts.max_classed),
+        (&mut maps.sky_gang_homes, opts.max_ganged),
+        (&mut maps.sky_proc_gang, opts.max_ganged),
+    ] {
+        map.set_max_entries(entries).with_context(|| {
+            format!(
+                "sizing {} to {entries} entries",
+                map.name().to_string_lossy()
+            )
+        })?;
     }
     Ok(())
 }

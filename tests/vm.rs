@@ -312,6 +312,31 @@ fn unprivileged_labels_steer_nothing() {
     assert_eq!(check(&c, "state_after_trust"), "enabled");
 }
 
+/// Full class and gang maps (tests/vm/maps.sh: maps sized 64 and 8,
+/// overflowed by 120 classed threads and 12 gangs): no ejection, one line
+/// when each fills and one when it has room again, and afterwards new
+/// threads are classed and new gangs homed.
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn full_class_and_gang_maps_are_survived_and_recovered_from() {
+    let out = run_scenario("maps", "1x2x2");
+    let c = checks(&out);
+    assert_clean_exit(&c);
+    assert_eq!(check(&c, "state_when_full"), "enabled");
+    assert_eq!(check(&c, "state_after"), "enabled");
+    assert_eq!(check(&c, "class_full_lines"), "1");
+    assert_eq!(check(&c, "class_room_lines"), "1");
+    assert_eq!(check(&c, "homes_full_lines"), "1");
+    assert_eq!(check(&c, "homes_room_lines"), "1");
+    // 20 burner threads.
+    let compute: u32 = check(&c, "compute_after").parse().unwrap_or(0);
+    assert!(
+        compute >= 20,
+        "{compute} threads classed after the maps had room"
+    );
+    assert!(check(&c, "homed_after").parse::<u32>().unwrap_or(0) >= 1);
+}
+
 /// SMT pairing as the tracepoint observer sees it (tests/vm/smt.sh: one PM
 /// writer or compute task per CPU, PM writers started first, every task
 /// restarted as a new process each second, ten times): of the PM-writer

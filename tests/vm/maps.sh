@@ -1,0 +1,51 @@
+# Full class and gang maps (scx_sky --max-classed 64 --max-ganged 8): 120
+# threads hinted compute (burners name themselves burn) and 12 memory-bound processes, each a gang of its
+# own, overflow them for 4 s. The scheduler is not ejected and runs on;
+# the log says once that each map is full, and, when the load is gone and
+# a smaller one comes (20 threads, 2 gangs, 12 s), that every entry is written
+# again; those threads are classed and those gangs homed.
+. ./lib.sh
+named_work /tmp/maps cpu-burn mb-gang
+start_sky --stats-interval 1 --max-classed 64 --max-ganged 8 \
+	--class 'burn=compute' --class 'mb-*=memory-bound' || exit 1
+/tmp/maps/cpu-burn burn --threads 120 --seconds 4 >/dev/null &
+burn=$!
+gangs=
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	/tmp/maps/mb-gang gang --threads 2 --mb 1 --seconds 4 >/dev/null &
+	gangs="$gangs $!"
+done
+sleep 3
+echo "check state_when_full=$(state)"
+# shellcheck disable=SC2086
+wait "$burn" $gangs
+sleep 1.5
+/tmp/maps/cpu-burn burn --threads 20 --seconds 12 >/dev/null &
+burn=$!
+/tmp/maps/mb-gang gang --threads 2 --mb 1 --seconds 12 >/dev/null &
+g1=$!
+/tmp/maps/mb-gang gang --threads 2 --mb 1 --seconds 12 >/dev/null &
+g2=$!
+# Until a stats line counts the burners classed and a gang homed
+# (processes start slowly in a TCG guest just overloaded), at most 10 s.
+tenths=0
+while [ "$tenths" -lt 100 ]; do
+	sleep 0.5
+	tenths=$((tenths + 5))
+	line=$(grep 'stats: ' /tmp/sky.log | tail -1)
+	compute=$(echo "$line" | sed -n 's/.*classes: compute=\([0-9]*\).*/\1/p')
+	homed=$(echo "$line" | sed -n 's/.* gangs: homed=\([0-9]*\).*/\1/p')
+	[ "${compute:-0}" -ge 20 ] && [ "${homed:-0}" -ge 1 ] && break
+done
+echo "check compute_after=$compute"
+echo "check homed_after=$homed"
+scx_sky gangs | sed 's/^/gangs: /'
+wait "$burn" "$g1" "$g2"
+echo "check state_after=$(state)"
+stop_sky
+echo "check class_full_lines=$(grep -c 'sky_pid_class: .* not written (map full' /tmp/sky.log)"
+echo "check class_room_lines=$(grep -c 'sky_pid_class: every entry written again' /tmp/sky.log)"
+echo "check homes_full_lines=$(grep -c 'sky_gang_homes: .* not written (map full' /tmp/sky.log)"
+echo "check homes_room_lines=$(grep -c 'sky_gang_homes: every entry written again' /tmp/sky.log)"
+grep 'map full\|written again' /tmp/sky.log
+report_dmesg
