@@ -11,15 +11,13 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::types::{bss, sky_comm_rule, sky_config};
-use anyhow::{bail, ensure, Result};
-use libbpf_rs::MapCore;
+use crate::bss::BssMapping;
+use anyhow::{bail, Result};
 use log::info;
 use sky_classify::{Class, CommShape, Hints};
 use sky_control::Request;
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
 use sky_topology::DecayThresholds;
-use std::os::fd::{AsFd, AsRawFd};
-use std::ptr::NonNull;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -307,7 +305,7 @@ impl Switcher {
             Request::Set(name) => self.switch(&name).map_err(|e| format!("{e:#}")),
             Request::Get => {
                 let mut s = self.lock();
-                let first_use = s.bss.as_mut().map_or(0, |m| m.first_use_ns());
+                let first_use = s.bss.as_mut().map_or(0, |m| first_use_ns(m.bss()));
                 Ok(s.live.describe(first_use))
             }
             Request::List => Ok(self.lock().live.list()),
@@ -344,72 +342,11 @@ impl Switcher {
     }
 }
 
-/// A mapping of the loaded scheduler's .bss of our own, so the control
-/// threads can switch without borrowing the skeleton: the kernel keeps
-/// the map alive while it is mapped, whatever happens to the skeleton.
-struct BssMapping {
-    ptr: NonNull<bss>,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain shared memory, used under Switcher's lock.
-unsafe impl Send for BssMapping {}
-
-impl BssMapping {
-    fn new(map: &libbpf_rs::MapMut) -> Result<Self> {
-        let size = map.value_size() as usize;
-        ensure!(
-            size >= std::mem::size_of::<bss>(),
-            "the BPF .bss is {size} bytes, smaller than its {} byte layout",
-            std::mem::size_of::<bss>()
-        );
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-            .unwrap_or(4096)
-            .max(1);
-        let len = size.div_ceil(page) * page;
-        // SAFETY: a fresh shared mapping of the map's fd; checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                map.as_fd().as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            bail!(
-                "mapping the BPF .bss for runtime switches: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        let ptr = NonNull::new(ptr.cast::<bss>())
-            .ok_or_else(|| anyhow::anyhow!("mapping the BPF .bss gave a null address"))?;
-        Ok(BssMapping { ptr, len })
-    }
-
-    fn bss(&mut self) -> &mut bss {
-        // SAFETY: mapped, at least size_of::<bss>() long, page-aligned,
-        // and only reached through &mut self.
-        unsafe { self.ptr.as_mut() }
-    }
-
-    /// When BPF first decided under the live slot (0: not yet).
-    fn first_use_ns(&mut self) -> u64 {
-        let bss = self.bss();
-        let live = (bss.sky_cfg_live % SLOTS) as usize;
-        // SAFETY: an aligned u64 BPF writes concurrently.
-        unsafe { std::ptr::read_volatile(&bss.sky_cfg_first_use_ns[live]) }
-    }
-}
-
-impl Drop for BssMapping {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in new(), unmapped once.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-    }
+/// When BPF first decided under the live slot (0: not yet).
+fn first_use_ns(bss: &mut bss) -> u64 {
+    let live = (bss.sky_cfg_live % SLOTS) as usize;
+    // SAFETY: an aligned u64 BPF writes concurrently.
+    unsafe { std::ptr::read_volatile(&bss.sky_cfg_first_use_ns[live]) }
 }
 
 /// The slot after `live` (live is what BPF reads; the next is free).

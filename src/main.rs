@@ -2,9 +2,11 @@
 //! scheduler.rs, the BPF side in bpf/.
 
 mod bpf;
+mod bss;
 mod classes;
 mod cli;
 mod control;
+mod feeds;
 mod gangs;
 mod gangs_cli;
 mod live_policy;

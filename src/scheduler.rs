@@ -4,6 +4,7 @@ use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
 use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
+use crate::feeds::Feeds;
 use crate::gangs::GangFeed;
 use crate::live_policy::{LivePolicy, Switcher};
 use crate::pmu_cpus::PmuCpus;
@@ -21,9 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often the run loop looks at stats readers, signals, classes and
-/// gangs (each has its own period, a multiple of this): space membership,
-/// watched each loop when space rules make gangs, reaches BPF this soon.
+/// How often the run loop looks at stats readers, signals, the kernel's
+/// exit requests, policy switches and CPUs coming online. (Classes and
+/// gangs are the feeds worker's, `feeds.rs`, on the same tick.)
 const LOOP_PERIOD: Duration = Duration::from_millis(20);
 
 pub struct Scheduler<'a> {
@@ -31,8 +32,8 @@ pub struct Scheduler<'a> {
     struct_ops: Option<libbpf_rs::Link>,
     stats_interval: Duration,
     run_for: Duration,
-    classes: ClassFeed,
-    gangs: GangFeed,
+    /// Classes and gangs, on a worker thread of their own.
+    feeds: Feeds,
     /// The policy generation the classes and gangs follow.
     policy_generation: u64,
     live: Switcher,
@@ -142,13 +143,13 @@ impl<'a> Scheduler<'a> {
         info!("scx_sky attached");
         // From here the control socket switches straight into BPF.
         live.attach(&skel.maps.bss, loaded)?;
+        let feeds = Feeds::start(&skel, classes, gangs)?;
         Ok(Self {
             skel,
             struct_ops,
             stats_interval,
             run_for,
-            classes,
-            gangs,
+            feeds,
             policy_generation: generation,
             live: live.clone(),
             stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
@@ -185,7 +186,6 @@ impl<'a> Scheduler<'a> {
                 }
             }
             self.follow_policy();
-            self.refresh_tasks();
             self.follow_pmu_cpus();
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
                 let now = self.counters()?;
@@ -222,18 +222,7 @@ impl<'a> Scheduler<'a> {
             return;
         };
         self.policy_generation = generation;
-        if let Err(e) = self.classes.follow(&policy) {
-            warn!(
-                "policy {}: the daemon's class hints stay as they were: {e:#}",
-                policy.name
-            );
-        }
-        if let Err(e) = self.gangs.follow(&policy) {
-            warn!(
-                "policy {}: the gang rules stay as they were: {e:#}",
-                policy.name
-            );
-        }
+        self.feeds.follow(policy);
     }
 
     /// PMU counters for CPUs that came online (see `pmu_cpus`).
@@ -245,63 +234,12 @@ impl<'a> Scheduler<'a> {
         cpus.follow(&online, open, &self.skel.maps.sky_pmu_events);
     }
 
-    /// Classes and gangs, each when its period is due, from one listing
-    /// of the running tasks (made only if one of them needs it).
-    fn refresh_tasks(&mut self) {
-        let (classes_due, mut gangs_due) = (self.classes.due(), self.gangs.due());
-        let watch = self.gangs.watches_spaces();
-        if !classes_due && !gangs_due && !watch {
-            return;
-        }
-        let spaces = sky_pvas::hints::read_all();
-        gangs_due |= watch && self.gangs.spaces_changed(&spaces);
-        if !classes_due && !gangs_due {
-            return;
-        }
-        let class_tasks = classes_due && self.classes.wants_tasks(&spaces);
-        let gang_tasks = gangs_due
-            && self
-                .gangs
-                .wants_tasks(&spaces, self.classes.can_class_memory_bound());
-        let tasks = if class_tasks || gang_tasks {
-            let cgroups = (class_tasks && self.classes.needs_cgroups())
-                || (gang_tasks && self.gangs.needs_cgroups());
-            sky_classify::live::scan_tasks(std::path::Path::new("/proc"), cgroups)
-        } else {
-            Vec::new()
-        };
-        let maps = &mut self.skel.maps;
-        if classes_due {
-            self.classes
-                .refresh(&maps.sky_pid_class, &maps.sky_pid_counts, &tasks, &spaces);
-        }
-        if gangs_due {
-            // Spaces read again after the listing: a process that has a
-            // space's name by now reserved its slot before its exec, so it
-            // is never seen as a gang of its own for a period.
-            let spaces = if gang_tasks {
-                sky_pvas::hints::read_all()
-            } else {
-                spaces
-            };
-            let classes = &self.classes;
-            self.gangs.refresh(
-                &maps.sky_gang_homes,
-                &maps.sky_proc_gang,
-                maps.bss_data.as_deref_mut(),
-                &tasks,
-                &spaces,
-                |task| classes.class_of_task(task),
-                |tid| classes.period_counts(tid),
-            );
-        }
-    }
-
     /// A sample for each reader of the stats socket that asked.
     fn answer_stats_readers(&self) -> Result<()> {
         let Some(server) = &self.stats_server else {
             return Ok(());
         };
+        let feeds = self.feeds.view();
         let (res, req) = server.channels();
         while let Ok(ask) = req.try_recv() {
             let answer = match ask {
@@ -309,14 +247,12 @@ impl<'a> Scheduler<'a> {
                     let (name, generation) = self.live.name_and_generation();
                     self.counters()?.sample(&name, generation)
                 }
-                SampleRequest::Gangs => {
-                    sky_stats::scx_stats::serde_json::to_value(self.gangs.view())?
-                }
+                SampleRequest::Gangs => sky_stats::scx_stats::serde_json::to_value(&feeds.gangs)?,
                 SampleRequest::Threads(tids) => Value::Object(
                     tids.into_iter()
                         .filter_map(|tid| {
                             let view = ThreadView {
-                                class: self
+                                class: feeds
                                     .classes
                                     .class_of_thread(tid)
                                     .map(|c| c.name().to_string()),
@@ -334,14 +270,8 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
-    /// ` classes: compute=N ... gangs: ...`: the tasks of each known
-    /// class, and the gangs' domains as planned.
     fn class_census(&self) -> String {
-        format!(
-            " classes: {}{}",
-            self.classes.census(),
-            self.gangs.view().summary()
-        )
+        self.feeds.view().census()
     }
 
     fn counters(&self) -> Result<Counters> {

@@ -324,10 +324,15 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
     assert_clean_exit(&c);
     assert_eq!(check(&c, "state_when_full"), "enabled");
     assert_eq!(check(&c, "state_after"), "enabled");
-    assert_eq!(check(&c, "class_full_lines"), "1");
-    assert_eq!(check(&c, "class_room_lines"), "1");
-    assert_eq!(check(&c, "homes_full_lines"), "1");
-    assert_eq!(check(&c, "homes_room_lines"), "1");
+    // Told when a map fills and when it has room again, not on every
+    // refresh while it is full (4-8 refreshes here); the overload may
+    // fill it twice as its threads come and go (one CI run: 2 and 2).
+    for map in ["class", "homes"] {
+        let full: u32 = check(&c, &format!("{map}_full_lines")).parse().unwrap_or(0);
+        let room: u32 = check(&c, &format!("{map}_room_lines")).parse().unwrap_or(0);
+        assert!((1..=3).contains(&full), "{map}: told full {full} times");
+        assert_eq!(room, full, "{map}: every time full, told of room again");
+    }
     // 20 burner threads.
     let compute: u32 = check(&c, "compute_after").parse().unwrap_or(0);
     assert!(
@@ -335,6 +340,59 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
         "{compute} threads classed after the maps had room"
     );
     assert!(check(&c, "homed_after").parse::<u32>().unwrap_or(0) >= 1);
+}
+
+/// The scan VM test's bounds. Five runs on 2026-11-25 (TCG, 7.3.4, 4
+/// vCPUs on 2 host cores), 10 000 idle threads, scanning / baseline:
+/// - the longest of 40 statistics round trips: 80.9, 45.6, 57.6, 82.1,
+///   60.5 ms / 46.4, 30.1, 28.6, 27.1, 36.3 ms (medians 11.2-12.0 ms in
+///   every run of both);
+/// - SIGTERM to the daemon's detach: 18.4, 16.3, 18.9, 15.2, 16.1 ms /
+///   18.9, 18.1, 13.6, 12.2, 14.6 ms; to sched_ext disabled (the kernel
+///   moving 10 000 tasks back) 95-169 ms / 101-118 ms; to the process gone
+///   188-283 ms / 157-255 ms.
+///
+/// The target, 100 ms, held in every run; the bounds leave TCG's
+/// noise room above the worst run.
+const SCAN_STATS_MAX_MS: f64 = 120.0;
+const SCAN_DETACH_MAX_MS: f64 = 50.0;
+
+/// The daemon answers while it has much to scan (tests/vm/scan.sh: 10 000
+/// idle threads listed with their cgroups every 100 ms, 10 000 registry
+/// entries), as soon as with nothing to scan (the baseline, same boot):
+/// statistics requests and SIGTERM do not wait for the scan, which runs
+/// on the feeds worker. The bounds are set from the runs recorded beside
+/// them.
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn stats_and_sigterm_are_answered_while_scanning() {
+    let out = run_scenario("scan", "1x2x2");
+    let c = checks(&out);
+    assert_eq!(check(&c, "idle_threads"), "10001");
+    for run in ["baseline", "scanning"] {
+        assert_eq!(check(&c, &format!("state_before_term_{run}")), "enabled");
+        assert_eq!(check(&c, &format!("sky_exit_{run}")), "0");
+    }
+    assert_eq!(check(&c, "dmesg_errors"), "0");
+    let line = |what: &str, run: &str| {
+        report::one_line(&out, &format!("result run={run} workload={what}")).unwrap()
+    };
+    let (stats, base_stats) = (
+        line("stats-latency", "scanning"),
+        line("stats-latency", "baseline"),
+    );
+    let (term, base_term) = (
+        line("term-latency", "scanning"),
+        line("term-latency", "baseline"),
+    );
+    eprintln!("scan: {stats:?} {term:?}\nbaseline: {base_stats:?} {base_term:?}");
+    assert_eq!(stat(&stats, "requests"), 40.0, "{stats:?}");
+    assert!(stat(&stats, "max_ms") <= SCAN_STATS_MAX_MS, "{stats:?}");
+    assert!(stat(&term, "detached_ms") <= SCAN_DETACH_MAX_MS, "{term:?}");
+    assert!(
+        out.contains("shared-space registry: entries not read"),
+        "the registry's caps were not said"
+    );
 }
 
 /// SMT pairing as the tracepoint observer sees it (tests/vm/smt.sh: one PM

@@ -217,16 +217,26 @@ fn open_at(dir: RawFd, name: &CString, flags: libc::c_int) -> io::Result<OwnedFd
 /// swapped in between.
 pub(crate) fn open_regular(path: &Path, write: bool) -> Result<(File, Facts, Facts)> {
     let (dir, name) = split(path)?;
+    open_regular_in(dir, &name, path, write)
+}
+
+/// [`open_regular`] of `name` in directory `dir` (which holds `path`).
+fn open_regular_in(
+    dir: OwnedFd,
+    name: &CString,
+    path: &Path,
+    write: bool,
+) -> Result<(File, Facts, Facts)> {
     let dir_facts = Facts::of(dir.as_raw_fd()).map_err(|e| Error::io(path.display(), e))?;
     let before =
-        Facts::of_entry(dir.as_raw_fd(), &name).map_err(|e| Error::io(path.display(), e))?;
+        Facts::of_entry(dir.as_raw_fd(), name).map_err(|e| Error::io(path.display(), e))?;
     let refuse_kind = |f: &Facts| match kind_refusal(f.kind) {
         None => Ok(()),
         Some(why) => Err(untrusted(path, why)),
     };
     refuse_kind(&before)?;
     let access = if write { libc::O_RDWR } else { libc::O_RDONLY };
-    let fd = match open_at(dir.as_raw_fd(), &name, access | libc::O_NOFOLLOW) {
+    let fd = match open_at(dir.as_raw_fd(), name, access | libc::O_NOFOLLOW) {
         Ok(fd) => fd,
         // Swapped for a symlink since the check above.
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -243,6 +253,35 @@ pub(crate) fn open_regular(path: &Path, write: bool) -> Result<(File, Facts, Fac
 /// the reason) any file `space_file_refusal` refuses.
 pub(crate) fn open_space_file(path: &Path, write: bool, trust: &Trust) -> Result<File> {
     let (file, facts, dir) = open_regular(path, write)?;
+    match space_file_refusal(&facts, trust, Some(&dir)) {
+        None => Ok(file),
+        Some(why) => Err(untrusted(path, why)),
+    }
+}
+
+/// [`open_space_file`] (read-only) for the scheduler daemon: the
+/// directory is looked up on a local filesystem with no symlink on the way
+/// and without crossing a mount (`mounts::open_dir_on_mount`), so that no
+/// user's FUSE or network mount can stall it.
+pub(crate) fn open_space_file_on_mount(
+    mounts: &[crate::mounts::Mount],
+    path: &Path,
+    trust: &Trust,
+) -> Result<File> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| untrusted(path, "does not name a file".into()))?;
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    let dir = crate::mounts::open_dir_on_mount(mounts, parent).map_err(|e| {
+        match (e.kind(), e.raw_os_error()) {
+            (io::ErrorKind::PermissionDenied, None) => untrusted(path, e.to_string()),
+            (_, Some(libc::ELOOP)) => untrusted(path, "has a symlink on its path".into()),
+            (_, Some(libc::EXDEV)) => untrusted(path, "has a mount on its path".into()),
+            _ => Error::io(path.display(), e),
+        }
+    })?;
+    let name = c_name(name).map_err(|e| Error::io(path.display(), e))?;
+    let (file, facts, dir) = open_regular_in(dir, &name, path, false)?;
     match space_file_refusal(&facts, trust, Some(&dir)) {
         None => Ok(file),
         Some(why) => Err(untrusted(path, why)),

@@ -15,6 +15,7 @@ use crate::layout::{
 };
 use crate::liveness;
 use crate::membership::Member;
+use crate::mounts::Mount;
 use crate::proc::Process;
 use crate::space::FILE_PREFIX;
 use crate::{Error, Result};
@@ -69,14 +70,19 @@ pub struct SpaceId {
 }
 
 /// The registry base: users' directories are `<base>-<uid>` beside it.
-fn registry_base() -> PathBuf {
+pub(crate) fn registry_base() -> PathBuf {
     std::env::var_os("SKY_PVAS_REGISTRY").map_or_else(|| PathBuf::from(REGISTRY_DIR), PathBuf::from)
 }
 
-fn user_registry(base: &Path, uid: u32) -> PathBuf {
+pub(crate) fn user_registry(base: &Path, uid: u32) -> PathBuf {
     let mut s = base.as_os_str().to_os_string();
     s.push(format!("-{uid}"));
     PathBuf::from(s)
+}
+
+/// This user's registry directory (it may not exist yet).
+pub fn my_registry_dir() -> PathBuf {
+    user_registry(&registry_base(), euid())
 }
 
 fn euid() -> u32 {
@@ -89,7 +95,7 @@ fn euid() -> u32 {
 /// share a name, and the name reads back to the path). Beyond NAME_MAX, a
 /// 128-bit FNV-1a hash of the path after '#' (which the first form never
 /// starts with); unregister checks the link's target before removing it.
-fn entry_name(path: &Path) -> OsString {
+pub fn entry_name(path: &Path) -> OsString {
     let bytes = path.as_os_str().as_bytes();
     let mut name = String::with_capacity(bytes.len() * 3);
     for &b in bytes {
@@ -149,7 +155,7 @@ fn my_registry(create: bool) -> Result<OwnedFd> {
 }
 
 /// The target of symlink `name` in directory `dir`.
-fn read_link_at(dir: &OwnedFd, name: &OsStr) -> Option<PathBuf> {
+pub(crate) fn read_link_at(dir: &OwnedFd, name: &OsStr) -> Option<PathBuf> {
     let name = c(name)?;
     let mut buf = vec![0u8; libc::PATH_MAX as usize];
     // SAFETY: readlinkat writes at most buf.len() bytes into buf.
@@ -225,31 +231,9 @@ pub fn read_all() -> Vec<SpaceHints> {
 
 /// [`read_all`], with the entries whose files were refused and why.
 pub fn list() -> Vec<Listed> {
-    let base = registry_base();
-    let (Some(parent), Some(stem)) = (base.parent(), base.file_name()) else {
-        return Vec::new();
-    };
-    let parent = if parent.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        parent
-    };
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return Vec::new();
-    };
-    let mut prefix = stem.as_bytes().to_vec();
-    prefix.push(b'-');
-    let mut out: Vec<Listed> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name();
-            let digits = std::str::from_utf8(name.as_bytes().strip_prefix(&prefix[..])?).ok()?;
-            let uid: u32 = digits.parse().ok()?;
-            // One spelling per uid ("+5" or "05" would list 5's twice).
-            (uid.to_string() == digits).then(|| (uid, e.path()))
-        })
-        .flat_map(|(uid, dir)| read_user_registry(uid, &dir))
-        .collect();
+    let mut registry = crate::registry::Registry::polled();
+    registry.refresh();
+    let mut out = registry.read();
     let key = |l: &Listed| match l {
         Listed::Space(s) => (s.name.clone(), s.path.clone()),
         Listed::Refused { path, .. } => (String::new(), path.clone()),
@@ -258,39 +242,15 @@ pub fn list() -> Vec<Listed> {
     out
 }
 
-fn read_user_registry(uid: u32, dir: &Path) -> Vec<Listed> {
-    let Ok(fd) = files::open_registry_dir(dir, uid) else {
-        return Vec::new();
-    };
-    // Listed through the descriptor checked, not the path (which its user
-    // could swap meanwhile).
-    let Ok(entries) = std::fs::read_dir(files::fd_path(fd.as_raw_fd())) else {
-        return Vec::new();
-    };
-    let trust = Trust::user(uid);
-    entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            // Not a symlink (a FIFO, say): readlinkat fails, nothing opened.
-            let path = read_link_at(&fd, &e.file_name())?;
-            if !path.is_absolute() || entry_name(&path) != e.file_name() {
-                return None;
-            }
-            Some(match read_space(uid, &path, &trust) {
-                Ok(space) => Listed::Space(Box::new(space)),
-                Err(e) => Listed::Refused {
-                    path,
-                    why: e.to_string(),
-                },
-            })
-        })
-        .collect()
-}
-
 /// The space at `path`, listed in `uid`'s registry: its members, each
 /// label proven or not.
-fn read_space(uid: u32, path: &Path, trust: &Trust) -> Result<SpaceHints> {
-    let (file, header, members) = read_members_as(path, Some(trust))?;
+pub(crate) fn read_space(
+    uid: u32,
+    path: &Path,
+    trust: &Trust,
+    mounts: &[Mount],
+) -> Result<SpaceHints> {
+    let (file, header, members) = read_members_as(path, Some((trust, mounts)))?;
     let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
     let id = SpaceId {
         uid,
@@ -363,13 +323,14 @@ fn proven(space: &SpaceId, m: &Member, owners: &[u32]) -> bool {
     ok
 }
 
-/// `read_members`, and if `trust` is given, only of a file it trusts.
+/// `read_members`, and if `trust` is given, only of a file it trusts,
+/// looked up as `files::open_space_file_on_mount` does.
 fn read_members_as(
     path: &Path,
-    trust: Option<&Trust>,
+    trust: Option<(&Trust, &[Mount])>,
 ) -> Result<(std::fs::File, HeaderFixed, Vec<Member>)> {
     let file = match trust {
-        Some(t) => files::open_space_file(path, false, t)?,
+        Some((t, mounts)) => files::open_space_file_on_mount(mounts, path, t)?,
         None => files::open_regular(path, false)?.0,
     };
     let header = crate::space::read_header_of(&file, path)?;

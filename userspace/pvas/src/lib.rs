@@ -19,11 +19,13 @@ pub mod layout;
 mod layout;
 mod liveness;
 mod membership;
+pub mod mounts;
 pub mod msg;
 pub mod pattern;
 pub mod persist;
 pub mod pmq;
 pub mod proc;
+pub mod registry;
 pub mod space;
 mod wait;
 

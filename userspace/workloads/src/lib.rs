@@ -7,6 +7,7 @@ pub mod cache_loop;
 pub mod cache_phase;
 pub mod child;
 pub mod control;
+pub mod daemon_probe;
 pub mod gang_share;
 pub mod hostile;
 pub mod observer_check;

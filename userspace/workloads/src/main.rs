@@ -141,6 +141,33 @@ enum Command {
         #[arg(long, default_value_t = 2)]
         per_kind: usize,
     },
+    /// COUNT threads sleeping for SECONDS (small stacks).
+    IdleThreads {
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        #[arg(long, default_value_t = 30.0)]
+        seconds: f64,
+    },
+    /// ENTRIES registry entries of this user naming space files that do
+    /// not exist.
+    FillRegistry {
+        #[arg(long, default_value_t = 10_000)]
+        entries: usize,
+    },
+    /// The round trip of REQUESTS statistics requests to the running
+    /// scx_sky, EVERY_MS apart; prints the median and the longest.
+    StatsLatency {
+        #[arg(long, default_value_t = 40)]
+        requests: usize,
+        #[arg(long, default_value_t = 50)]
+        every_ms: u64,
+    },
+    /// Sends SIGTERM to PID (scx_sky) and prints how long until sched_ext
+    /// was disabled and until the process was gone.
+    TermLatency {
+        #[arg(long)]
+        pid: u32,
+    },
     /// A hostile member of a shared space: joins as member ID, says it is
     /// memory-bound, and labels its slot with process VICTIM's pid and
     /// start time; holds the slot for SECONDS.
@@ -418,6 +445,41 @@ fn run(cli: Cli) -> Result<()> {
         Command::Burn { threads, seconds } => {
             let work = threads::burn(threads, secs(seconds)?)?;
             println!("result workload=burn threads={threads} iterations={work}");
+        }
+        Command::IdleThreads { count, seconds } => {
+            sky_workloads::daemon_probe::idle_threads(count, secs(seconds)?)?;
+            println!("result workload=idle-threads count={count}");
+        }
+        Command::FillRegistry { entries } => {
+            let dir = sky_workloads::daemon_probe::fill_registry(entries)?;
+            println!(
+                "result workload=fill-registry entries={entries} dir={}",
+                dir.display()
+            );
+        }
+        Command::StatsLatency { requests, every_ms } => {
+            let mut times = sky_workloads::daemon_probe::stats_latency(
+                requests,
+                Duration::from_millis(every_ms),
+            )?;
+            times.sort();
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            println!(
+                "result workload=stats-latency requests={} p50_ms={:.1} max_ms={:.1}",
+                times.len(),
+                ms(times[times.len() / 2]),
+                ms(*times.last().unwrap_or(&Duration::ZERO))
+            );
+        }
+        Command::TermLatency { pid } => {
+            let t = sky_workloads::daemon_probe::term_latency(pid, Duration::from_secs(30))?;
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            println!(
+                "result workload=term-latency detached_ms={:.1} disabled_ms={:.1} exit_ms={:.1}",
+                ms(t.left_enabled),
+                ms(t.disabled),
+                ms(t.gone)
+            );
         }
         Command::Relabel {
             space,

@@ -1,0 +1,241 @@
+//! Where a registered space's file may be opened from by the scheduler
+//! daemon (root) without being steered or stalled by its user: the path
+//! holds no symlink anywhere (`RESOLVE_NO_SYMLINKS`), it lies on a local
+//! filesystem, and resolution never leaves the mount it was checked on
+//! (`RESOLVE_NO_XDEV` below that mount's root). A user can mount FUSE at a
+//! path of theirs, and a FUSE or network filesystem can make any lookup
+//! in it wait forever: such paths are refused before anything in them is
+//! looked up.
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// Filesystems whose lookups never wait on a user's process or the
+/// network. Anything else (fuse, nfs, cifs, 9p, ceph, ...) is refused.
+const LOCAL_FILESYSTEMS: &[&str] = &[
+    "tmpfs",
+    "ramfs",
+    "hugetlbfs",
+    "ext2",
+    "ext3",
+    "ext4",
+    "xfs",
+    "btrfs",
+    "f2fs",
+    "overlay",
+    "zfs",
+    "bcachefs",
+];
+
+/// One line of /proc/self/mountinfo: where a mount is and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub point: PathBuf,
+    pub fstype: String,
+}
+
+/// The mounts of this process's mount namespace, read now.
+pub fn mounts() -> io::Result<Vec<Mount>> {
+    Ok(parse_mountinfo(&std::fs::read_to_string(
+        "/proc/self/mountinfo",
+    )?))
+}
+
+/// `mountinfo` parsed: field 5 is the mount point (octal escapes for
+/// space, tab, newline, backslash), and the filesystem type follows the
+/// `-` that ends the optional fields. Malformed lines are skipped.
+pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let point = unescape(fields.get(4)?);
+            let dash = fields.iter().skip(6).position(|f| *f == "-")? + 6;
+            let fstype = fields.get(dash + 1)?.to_string();
+            Some(Mount {
+                point: PathBuf::from(point),
+                fstype,
+            })
+        })
+        .collect()
+}
+
+fn unescape(field: &str) -> OsString {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    OsString::from_vec(out)
+}
+
+/// The mount `path` (absolute, without `.` or `..`) lies on: the last
+/// listed whose mount point is the longest prefix of it, by components
+/// (the last, since a later mount over the same point hides the earlier).
+pub fn mount_of<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
+    mounts
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| path.starts_with(&m.point))
+        .max_by_key(|(i, m)| (m.point.components().count(), *i))
+        .map(|(_, m)| m)
+}
+
+/// Why the daemon will not look up `path` (absolute), if it will not.
+pub fn refusal(mounts: &[Mount], path: &Path) -> Option<String> {
+    if !path.is_absolute()
+        || path.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::RootDir | std::path::Component::Normal(_)
+            )
+        })
+    {
+        return Some("is not an absolute path without . or ..".into());
+    }
+    let Some(mount) = mount_of(mounts, path) else {
+        return Some("is on no mount listed in /proc/self/mountinfo".into());
+    };
+    (!LOCAL_FILESYSTEMS.contains(&mount.fstype.as_str())).then(|| {
+        format!(
+            "is on a {} filesystem (mounted at {}), whose lookups can wait on a user's \
+             process or the network: the scheduler reads spaces on local filesystems only",
+            mount.fstype,
+            mount.point.display()
+        )
+    })
+}
+
+/// Opens directory `dir` (absolute, checked by [`refusal`]): its mount's
+/// root with no symlink on the way, then the rest beneath it, neither
+/// following a symlink nor crossing into another mount (one mounted since
+/// the mount table was read fails with EXDEV).
+pub fn open_dir_on_mount(mounts: &[Mount], dir: &Path) -> io::Result<OwnedFd> {
+    let refused = |why: String| io::Error::new(io::ErrorKind::PermissionDenied, why);
+    if let Some(why) = refusal(mounts, dir) {
+        return Err(refused(format!("{}: {why}", dir.display())));
+    }
+    let mount = mount_of(mounts, dir).ok_or_else(|| refused("no mount".into()))?;
+    let flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
+    let root = openat2(
+        libc::AT_FDCWD,
+        mount.point.as_os_str().as_bytes(),
+        flags,
+        libc::RESOLVE_NO_SYMLINKS,
+    )?;
+    let rest = dir.strip_prefix(&mount.point).unwrap_or(Path::new(""));
+    let rest = if rest.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rest
+    };
+    openat2(
+        std::os::fd::AsRawFd::as_raw_fd(&root),
+        rest.as_os_str().as_bytes(),
+        flags,
+        libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV | libc::RESOLVE_BENEATH,
+    )
+}
+
+fn openat2(dir: RawFd, path: &[u8], flags: u64, resolve: u64) -> io::Result<OwnedFd> {
+    let path = CString::new(path).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: open_how is plain data; zeroed is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags;
+    how.resolve = resolve;
+    // SAFETY: path is NUL-terminated and how lives across the call; the
+    // fd returned is ours alone.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor from the kernel.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 0:21 / /dev/shm rw,nosuid shared:2 - tmpfs shm rw
+24 22 0:22 / /home/alice/my\\040fuse rw,nosuid - fuse.sshfs alice@h: rw
+25 22 0:23 / /mnt/nfs rw master:3 - nfs4 srv:/x rw
+26 22 0:24 / /mnt/pmem rw - ext4 /dev/pmem0 rw,dax=always
+bad line
+";
+
+    #[test]
+    fn mountinfo_is_parsed_with_escapes_and_optional_fields() {
+        let m = parse_mountinfo(MOUNTINFO);
+        assert_eq!(m.len(), 5);
+        assert_eq!(m[2].point, Path::new("/home/alice/my fuse"));
+        assert_eq!(m[2].fstype, "fuse.sshfs");
+        assert_eq!(m[3].fstype, "nfs4");
+        assert_eq!(
+            mount_of(&m, Path::new("/dev/shm/x")).unwrap().fstype,
+            "tmpfs"
+        );
+        assert_eq!(mount_of(&m, Path::new("/dev/shmx")).unwrap().fstype, "ext4");
+    }
+
+    #[test]
+    fn fuse_and_network_paths_are_refused_local_ones_kept() {
+        let m = parse_mountinfo(MOUNTINFO);
+        assert_eq!(refusal(&m, Path::new("/dev/shm/scx_sky-pvas-a")), None);
+        assert_eq!(refusal(&m, Path::new("/mnt/pmem/scx_sky-pvas-q")), None);
+        let why = refusal(&m, Path::new("/home/alice/my fuse/s")).unwrap();
+        assert!(why.contains("fuse.sshfs") && why.contains("local"), "{why}");
+        assert!(refusal(&m, Path::new("/mnt/nfs/deep/s"))
+            .unwrap()
+            .contains("nfs4"));
+        assert!(refusal(&m, Path::new("/dev/shm/../etc/x")).is_some());
+        assert!(refusal(&m, Path::new("relative")).is_some());
+    }
+
+    /// Resolution refuses a symlink in any component, which a plain open
+    /// of the directory would have followed.
+    #[test]
+    fn a_symlink_anywhere_in_the_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+        let m = mounts().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        if refusal(&m, &base).is_some() {
+            // A scratch directory on a filesystem the daemon refuses (a
+            // build inside FUSE): the refusal itself is tested above.
+            eprintln!("scratch dir not on a local filesystem: {base:?}");
+            assert!(open_dir_on_mount(&m, &base.join("real")).is_err());
+            return;
+        }
+        assert!(open_dir_on_mount(&m, &base.join("real")).is_ok());
+        let e = open_dir_on_mount(&m, &base.join("link")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}");
+    }
+}
