@@ -277,24 +277,6 @@ impl ClassFeed {
         self.pmu.as_ref()?.period.get(&tid).copied()
     }
 
-    /// The classes as this refresh left them, for the run loop.
-    pub fn view(&self) -> ClassesView {
-        ClassesView {
-            table: self.table.clone(),
-            hints: self.hints.clone(),
-        }
-    }
-}
-
-/// The classes as the last refresh left them: what the run loop (stats,
-/// `scx_sky top`) shows while the feeds worker goes on.
-#[derive(Debug, Clone, Default)]
-pub struct ClassesView {
-    table: ClassTable,
-    hints: Hints,
-}
-
-impl ClassesView {
     /// The class BPF gives thread `tid`: the daemon's, or else a name hint
     /// on its current name (what BPF matches by itself); None if unknown.
     pub fn class_of_thread(&self, tid: u32) -> Option<Class> {

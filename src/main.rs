@@ -6,7 +6,6 @@ mod bss;
 mod classes;
 mod cli;
 mod control;
-mod feeds;
 mod gangs;
 mod gangs_cli;
 mod live_policy;

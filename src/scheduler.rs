@@ -4,7 +4,6 @@ use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
 use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
-use crate::feeds::Feeds;
 use crate::gangs::GangFeed;
 use crate::live_policy::{LivePolicy, Switcher};
 use crate::pmu_cpus::PmuCpus;
@@ -14,6 +13,8 @@ use libbpf_rs::OpenObject;
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
 use sky_policy::{DecayRule, Knobs, Overrides, Policy};
+use sky_pvas::hints::SpaceHints;
+use sky_pvas::registry::Registry;
 use sky_stats::scx_stats::serde_json::Value;
 use sky_stats::{SampleRequest, ThreadView};
 use sky_topology::{DecayThresholds, Topology};
@@ -22,9 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How often the run loop looks at stats readers, signals, the kernel's
-/// exit requests, policy switches and CPUs coming online. (Classes and
-/// gangs are the feeds worker's, `feeds.rs`, on the same tick.)
+/// How often the run loop looks at stats readers, signals, classes and
+/// gangs (each has its own period, a multiple of this): space membership,
+/// watched each loop when space rules make gangs, reaches BPF this soon.
 const LOOP_PERIOD: Duration = Duration::from_millis(20);
 
 pub struct Scheduler<'a> {
@@ -32,10 +33,14 @@ pub struct Scheduler<'a> {
     struct_ops: Option<libbpf_rs::Link>,
     stats_interval: Duration,
     run_for: Duration,
-    /// Classes and gangs, on a worker thread of their own.
-    feeds: Feeds,
+    classes: ClassFeed,
+    gangs: GangFeed,
     /// The policy generation the classes and gangs follow.
     policy_generation: u64,
+    /// The shared-space registry, followed by inotify.
+    registry: Registry,
+    /// Users over the registry's caps, as last logged.
+    registry_over: Vec<(u32, usize)>,
     live: Switcher,
     /// The scx_stats server (`scx_sky stats`, scx tools); None if it
     /// could not listen.
@@ -143,14 +148,20 @@ impl<'a> Scheduler<'a> {
         info!("scx_sky attached");
         // From here the control socket switches straight into BPF.
         live.attach(&skel.maps.bss, loaded)?;
-        let feeds = Feeds::start(&skel, classes, gangs)?;
+        let registry = Registry::watched();
+        if !registry.is_watched() {
+            warn!("inotify unavailable: the shared-space registry is listed on every loop");
+        }
         Ok(Self {
             skel,
             struct_ops,
             stats_interval,
             run_for,
-            feeds,
+            classes,
+            gangs,
             policy_generation: generation,
+            registry,
+            registry_over: Vec::new(),
             live: live.clone(),
             stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
                 .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
@@ -186,6 +197,7 @@ impl<'a> Scheduler<'a> {
                 }
             }
             self.follow_policy();
+            self.refresh_tasks();
             self.follow_pmu_cpus();
             if !self.stats_interval.is_zero() && last_print.elapsed() >= self.stats_interval {
                 let now = self.counters()?;
@@ -222,7 +234,18 @@ impl<'a> Scheduler<'a> {
             return;
         };
         self.policy_generation = generation;
-        self.feeds.follow(policy);
+        if let Err(e) = self.classes.follow(&policy) {
+            warn!(
+                "policy {}: the daemon's class hints stay as they were: {e:#}",
+                policy.name
+            );
+        }
+        if let Err(e) = self.gangs.follow(&policy) {
+            warn!(
+                "policy {}: the gang rules stay as they were: {e:#}",
+                policy.name
+            );
+        }
     }
 
     /// PMU counters for CPUs that came online (see `pmu_cpus`).
@@ -234,12 +257,83 @@ impl<'a> Scheduler<'a> {
         cpus.follow(&online, open, &self.skel.maps.sky_pmu_events);
     }
 
+    /// Classes and gangs, each when its period is due, from one listing
+    /// of the running tasks (made only if one of them needs it).
+    fn refresh_tasks(&mut self) {
+        let (classes_due, mut gangs_due) = (self.classes.due(), self.gangs.due());
+        let watch = self.gangs.watches_spaces();
+        if !classes_due && !gangs_due && !watch {
+            return;
+        }
+        let spaces = self.spaces();
+        gangs_due |= watch && self.gangs.spaces_changed(&spaces);
+        if !classes_due && !gangs_due {
+            return;
+        }
+        let class_tasks = classes_due && self.classes.wants_tasks(&spaces);
+        let gang_tasks = gangs_due
+            && self
+                .gangs
+                .wants_tasks(&spaces, self.classes.can_class_memory_bound());
+        let tasks = if class_tasks || gang_tasks {
+            let cgroups = (class_tasks && self.classes.needs_cgroups())
+                || (gang_tasks && self.gangs.needs_cgroups());
+            sky_classify::live::scan_tasks(std::path::Path::new("/proc"), cgroups)
+        } else {
+            Vec::new()
+        };
+        // Spaces read again after the listing, for the gangs: a process
+        // that has a space's name by now reserved its slot before its exec,
+        // so it is never seen as a gang of its own for a period.
+        let gang_spaces = (gangs_due && gang_tasks).then(|| self.spaces());
+        let maps = &mut self.skel.maps;
+        if classes_due {
+            self.classes
+                .refresh(&maps.sky_pid_class, &maps.sky_pid_counts, &tasks, &spaces);
+        }
+        if gangs_due {
+            let spaces = gang_spaces.unwrap_or(spaces);
+            let classes = &self.classes;
+            self.gangs.refresh(
+                &maps.sky_gang_homes,
+                &maps.sky_proc_gang,
+                maps.bss_data.as_deref_mut(),
+                &tasks,
+                &spaces,
+                |task| classes.class_of_task(task),
+                |tid| classes.period_counts(tid),
+            );
+        }
+    }
+
+    /// The shared spaces now: the registry as inotify last showed it,
+    /// member tables read afresh.
+    fn spaces(&mut self) -> Vec<SpaceHints> {
+        self.registry.refresh();
+        let over = self.registry.over_caps();
+        if over != self.registry_over {
+            if !over.is_empty() {
+                let users: Vec<String> = over
+                    .iter()
+                    .map(|(uid, n)| format!("uid {uid}: {n}"))
+                    .collect();
+                warn!(
+                    "shared-space registry: entries not read (at most {} a user, {} in all): {}",
+                    sky_pvas::registry::MAX_PER_USER,
+                    sky_pvas::registry::MAX_SPACES,
+                    users.join(", ")
+                );
+            }
+            self.registry_over = over;
+        }
+        self.registry.spaces()
+    }
+
     /// A sample for each reader of the stats socket that asked.
     fn answer_stats_readers(&self) -> Result<()> {
         let Some(server) = &self.stats_server else {
             return Ok(());
         };
-        let feeds = self.feeds.view();
         let (res, req) = server.channels();
         while let Ok(ask) = req.try_recv() {
             let answer = match ask {
@@ -247,12 +341,14 @@ impl<'a> Scheduler<'a> {
                     let (name, generation) = self.live.name_and_generation();
                     self.counters()?.sample(&name, generation)
                 }
-                SampleRequest::Gangs => sky_stats::scx_stats::serde_json::to_value(&feeds.gangs)?,
+                SampleRequest::Gangs => {
+                    sky_stats::scx_stats::serde_json::to_value(self.gangs.view())?
+                }
                 SampleRequest::Threads(tids) => Value::Object(
                     tids.into_iter()
                         .filter_map(|tid| {
                             let view = ThreadView {
-                                class: feeds
+                                class: self
                                     .classes
                                     .class_of_thread(tid)
                                     .map(|c| c.name().to_string()),
@@ -270,8 +366,14 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
+    /// ` classes: compute=N ... gangs: ...`: the tasks of each known
+    /// class, and the gangs' domains as planned.
     fn class_census(&self) -> String {
-        self.feeds.view().census()
+        format!(
+            " classes: {}{}",
+            self.classes.census(),
+            self.gangs.view().summary()
+        )
     }
 
     fn counters(&self) -> Result<Counters> {
