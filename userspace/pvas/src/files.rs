@@ -288,6 +288,29 @@ pub(crate) fn open_space_file_on_mount(
     }
 }
 
+/// Is there anything at `path` (not following a final symlink), looked
+/// up as [`open_space_file_on_mount`] would? A path it would refuse
+/// counts as there (so that the refusal is shown, not hidden).
+pub(crate) fn exists_on_mount(mounts: &[crate::mounts::Mount], path: &Path) -> bool {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return true;
+    };
+    if crate::mounts::refusal(mounts, path).is_some() {
+        return true;
+    }
+    let dir = match crate::mounts::open_dir_on_mount(mounts, parent) {
+        Ok(dir) => dir,
+        Err(e) => return !matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)),
+    };
+    let Ok(name) = c_name(name) else {
+        return true;
+    };
+    match Facts::of_entry(dir.as_raw_fd(), &name) {
+        Ok(_) => true,
+        Err(e) => !matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)),
+    }
+}
+
 /// Opens the registry directory at `path` that only `uid` may write to,
 /// refusing a symlink or a directory `registry_dir_refusal` refuses.
 pub(crate) fn open_registry_dir(path: &Path, uid: u32) -> Result<OwnedFd> {

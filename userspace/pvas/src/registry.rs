@@ -21,13 +21,17 @@ use std::path::{Path, PathBuf};
 pub const MAX_PER_USER: usize = 64;
 /// Most spaces the daemon reads in all, users in uid order.
 pub const MAX_SPACES: usize = 1024;
+/// Most entries of a user looked at when the directory is listed: those
+/// whose file is gone (spaces never destroyed) are passed over there, so
+/// they do not crowd live spaces out of the cap.
+pub const MAX_EXAMINED: usize = 4096;
 
 /// One user's registry as last listed.
 #[derive(Debug, Default)]
 struct UserEntries {
     /// Targets of the entries kept, in name order.
     targets: Vec<PathBuf>,
-    /// Entries beyond MAX_PER_USER.
+    /// Entries beyond MAX_PER_USER (or MAX_EXAMINED), not read.
     over: usize,
 }
 
@@ -153,7 +157,7 @@ impl Registry {
         let dir = hints::user_registry(&self.base, uid);
         let listed = files::open_registry_dir(&dir, uid).ok().map(|fd| {
             self.watch(&files::fd_path(fd.as_raw_fd()), Some(uid));
-            read_entries(&fd)
+            read_entries(&fd, &mounts::mounts().unwrap_or_default())
         });
         let old = self.users.remove(&uid);
         let changed = old.as_ref().map(|u| &u.targets) != listed.as_ref().map(|u| &u.targets);
@@ -291,9 +295,10 @@ impl Registry {
 }
 
 /// A user's entries: symlinks named for their absolute targets (anything
-/// else is skipped: a FIFO's readlink fails, nothing is opened), the first
-/// MAX_PER_USER by name.
-fn read_entries(dir: &OwnedFd) -> UserEntries {
+/// else is skipped: a FIFO's readlink fails, nothing is opened), in name
+/// order, of the first MAX_EXAMINED those whose file is there, up to
+/// MAX_PER_USER.
+fn read_entries(dir: &OwnedFd, mounts: &[mounts::Mount]) -> UserEntries {
     // Listed through the descriptor checked, not the path (which its user
     // could swap meanwhile).
     let Ok(entries) = std::fs::read_dir(files::fd_path(dir.as_raw_fd())) else {
@@ -308,10 +313,17 @@ fn read_entries(dir: &OwnedFd) -> UserEntries {
         })
         .collect();
     named.sort();
-    let over = named.len().saturating_sub(MAX_PER_USER);
-    named.truncate(MAX_PER_USER);
+    let unexamined = named.len().saturating_sub(MAX_EXAMINED);
+    named.truncate(MAX_EXAMINED);
+    let mut there: Vec<PathBuf> = named
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| files::exists_on_mount(mounts, p))
+        .collect();
+    let over = there.len().saturating_sub(MAX_PER_USER) + unexamined;
+    there.truncate(MAX_PER_USER);
     UserEntries {
-        targets: named.into_iter().map(|(_, p)| p).collect(),
+        targets: there,
         over,
     }
 }

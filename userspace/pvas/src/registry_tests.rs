@@ -50,22 +50,31 @@ fn refused(listed: &[Listed]) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// A user's registry of thousands of entries costs the daemon
-/// MAX_PER_USER reads at most, and says how many it left.
+/// A user's registry of many entries costs the daemon MAX_PER_USER reads
+/// at most, and says how many it left; entries whose files are gone
+/// (spaces never destroyed) crowd no live space out.
 #[test]
 fn a_users_entries_beyond_the_cap_are_not_read_and_are_counted() {
     let s = scratch();
+    for i in 0..500 {
+        s.add(&s.dir.path().join(format!("a-gone-{i:04}")));
+    }
     let extra = 36;
     for i in 0..MAX_PER_USER + extra {
-        s.add(&s.dir.path().join(format!("gone-{i:04}")));
+        let file = s.dir.path().join(format!("b-there-{i:04}"));
+        std::fs::write(&file, b"not a space").unwrap();
+        s.add(&file);
     }
     let mut r = Registry::polled_at(s.base.clone());
     assert!(r.refresh());
     let listed = r.read();
     let refused = refused(&listed);
-    // The kept entries are read (and refused: their files are gone), plus
-    // one line for the rest.
+    // The kept entries are read (and refused: not spaces), none of the
+    // gone, plus one line for the rest.
     assert_eq!(refused.len(), MAX_PER_USER + 1, "{refused:?}");
+    assert!(refused[..MAX_PER_USER]
+        .iter()
+        .all(|(p, _)| p.to_string_lossy().contains("b-there-")));
     let (path, why) = refused.last().unwrap();
     assert_eq!(path, &s.mine);
     assert!(
