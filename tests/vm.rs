@@ -579,8 +579,12 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
     assert_eq!(totals.len(), 4, "a stats total line per scx_sky instance");
     // CPU 3 came online after the start, then went down and came back: its
     // counters were opened each time, so no read errors while a task ran
-    // there (at least 3 stats lines).
-    assert_eq!(check(&c, "pmu_opened_cpu3"), "2");
+    // there (at least 3 stats lines). The first instance opens them only
+    // if its loop comes round before the reload BPF asks for: in one CI
+    // run perf_event_open still said ENODEV for the CPU just listed
+    // online, and the reload came first (the reload opens them anyway).
+    let opened: u32 = check(&c, "pmu_opened_cpu3").parse().unwrap_or(0);
+    assert!((1..=2).contains(&opened), "opened on CPU 3 {opened} times");
     assert!(stat(&c, "pmu_lines_after_online") >= 3.0);
     assert_eq!(check(&c, "pmu_errors_after_online"), "0");
     let secs = |key: &str| stat(&totals[0], key) / 1e9;
