@@ -112,14 +112,20 @@ impl LivePolicy {
     /// reload after hotplug may change the cache sizes) and the PMU
     /// counters as opened this time (`pmu_counts`).
     pub fn rebind(&mut self, derived: DecayThresholds, pmu_counts: bool) -> Result<Prepared> {
-        let running = Prepared {
-            knobs: self.policy.resolve(&self.over, &derived)?,
-            hints: Hints::new(&self.class_cli, &self.policy.class_rule)?,
-            policy: self.policy.clone(),
-        };
+        let running = self.resolve(self.policy.clone(), &derived)?;
         self.derived = derived;
         self.pmu_counts = pmu_counts;
         Ok(running)
+    }
+
+    /// `policy` resolved against the command line (overrides, `--class`
+    /// hints) and `derived`.
+    fn resolve(&self, policy: Policy, derived: &DecayThresholds) -> Result<Prepared> {
+        Ok(Prepared {
+            knobs: policy.resolve(&self.over, derived)?,
+            hints: Hints::new(&self.class_cli, &policy.class_rule)?,
+            policy,
+        })
     }
 
     /// Resolves a wanted policy against the command line's overrides and
@@ -135,13 +141,7 @@ impl LivePolicy {
                 ),
             },
         };
-        let knobs = policy.resolve(&self.over, &self.derived)?;
-        let hints = Hints::new(&self.class_cli, &policy.class_rule)?;
-        Ok(Prepared {
-            policy,
-            knobs,
-            hints,
-        })
+        self.resolve(policy, &self.derived)
     }
 
     /// Publishes `policy` (resolved to `knobs`) to BPF as the next

@@ -39,8 +39,6 @@ pub struct Scheduler<'a> {
     policy_generation: u64,
     /// The shared-space registry, followed by inotify.
     registry: Registry,
-    /// Users over the registry's caps, as last logged.
-    registry_over: Vec<(u32, usize)>,
     live: Switcher,
     /// The scx_stats server (`scx_sky stats`, scx tools); None if it
     /// could not listen.
@@ -161,7 +159,6 @@ impl<'a> Scheduler<'a> {
             gangs,
             policy_generation: generation,
             registry,
-            registry_over: Vec::new(),
             live: live.clone(),
             stats_server: sky_stats::serve(&crate::stats::catalog(), opts.stats_socket.as_deref())
                 .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
@@ -310,21 +307,8 @@ impl<'a> Scheduler<'a> {
     /// member tables read afresh.
     fn spaces(&mut self) -> Vec<SpaceHints> {
         self.registry.refresh();
-        let over = self.registry.over_caps();
-        if over != self.registry_over {
-            if !over.is_empty() {
-                let users: Vec<String> = over
-                    .iter()
-                    .map(|(uid, n)| format!("uid {uid}: {n}"))
-                    .collect();
-                warn!(
-                    "shared-space registry: entries not read (at most {} a user, {} in all): {}",
-                    sky_pvas::registry::MAX_PER_USER,
-                    sky_pvas::registry::MAX_SPACES,
-                    users.join(", ")
-                );
-            }
-            self.registry_over = over;
+        if let Some(line) = self.registry.over_caps_news() {
+            warn!("{line}");
         }
         self.registry.spaces()
     }

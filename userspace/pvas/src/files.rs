@@ -252,7 +252,15 @@ fn open_regular_in(
 /// Opens a space's backing file for `trust`, refusing (with the path and
 /// the reason) any file `space_file_refusal` refuses.
 pub(crate) fn open_space_file(path: &Path, write: bool, trust: &Trust) -> Result<File> {
-    let (file, facts, dir) = open_regular(path, write)?;
+    trusted_space_file(path, open_regular(path, write)?, trust)
+}
+
+/// The file [`open_regular`] opened, if `trust` trusts it as a space.
+fn trusted_space_file(
+    path: &Path,
+    (file, facts, dir): (File, Facts, Facts),
+    trust: &Trust,
+) -> Result<File> {
     match space_file_refusal(&facts, trust, Some(&dir)) {
         None => Ok(file),
         Some(why) => Err(untrusted(path, why)),
@@ -268,46 +276,37 @@ pub(crate) fn open_space_file_on_mount(
     path: &Path,
     trust: &Trust,
 ) -> Result<File> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| untrusted(path, "does not name a file".into()))?;
-    let parent = path.parent().unwrap_or(Path::new("/"));
-    let dir = crate::mounts::open_dir_on_mount(mounts, parent).map_err(|e| {
-        match (e.kind(), e.raw_os_error()) {
+    let (dir, name) =
+        split_on_mount(mounts, path).map_err(|e| match (e.kind(), e.raw_os_error()) {
             (io::ErrorKind::PermissionDenied, None) => untrusted(path, e.to_string()),
             (_, Some(libc::ELOOP)) => untrusted(path, "has a symlink on its path".into()),
             (_, Some(libc::EXDEV)) => untrusted(path, "has a mount on its path".into()),
             _ => Error::io(path.display(), e),
-        }
-    })?;
-    let name = c_name(name).map_err(|e| Error::io(path.display(), e))?;
-    let (file, facts, dir) = open_regular_in(dir, &name, path, false)?;
-    match space_file_refusal(&facts, trust, Some(&dir)) {
-        None => Ok(file),
-        Some(why) => Err(untrusted(path, why)),
-    }
+        })?;
+    trusted_space_file(path, open_regular_in(dir, &name, path, false)?, trust)
+}
+
+/// [`split`] for the scheduler daemon: the directory opened by
+/// `mounts::open_dir_on_mount` (a refusal is a PermissionDenied error
+/// without an OS error code).
+fn split_on_mount(mounts: &[crate::mounts::Mount], path: &Path) -> io::Result<(OwnedFd, CString)> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::PermissionDenied, "does not name a file"))?;
+    let dir = crate::mounts::open_dir_on_mount(mounts, path.parent().unwrap_or(Path::new("/")))?;
+    Ok((dir, c_name(name)?))
 }
 
 /// Is there anything at `path` (not following a final symlink), looked
 /// up as [`open_space_file_on_mount`] would? A path it would refuse
 /// counts as there (so that the refusal is shown, not hidden).
 pub(crate) fn exists_on_mount(mounts: &[crate::mounts::Mount], path: &Path) -> bool {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return true;
-    };
-    if crate::mounts::refusal(mounts, path).is_some() {
-        return true;
-    }
-    let dir = match crate::mounts::open_dir_on_mount(mounts, parent) {
-        Ok(dir) => dir,
-        Err(e) => return !matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)),
-    };
-    let Ok(name) = c_name(name) else {
-        return true;
-    };
-    match Facts::of_entry(dir.as_raw_fd(), &name) {
-        Ok(_) => true,
-        Err(e) => !matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)),
+    let gone = |e: io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
+    match split_on_mount(mounts, path) {
+        Ok((dir, name)) => {
+            Facts::of_entry(dir.as_raw_fd(), &name).map_or_else(|e| !gone(e), |_| true)
+        }
+        Err(e) => !gone(e),
     }
 }
 

@@ -98,6 +98,11 @@ pub fn mount_of<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
 
 /// Why the daemon will not look up `path` (absolute), if it will not.
 pub fn refusal(mounts: &[Mount], path: &Path) -> Option<String> {
+    local_mount(mounts, path).err()
+}
+
+/// The local mount `path` lies on, or why the daemon will not look it up.
+fn local_mount<'a>(mounts: &'a [Mount], path: &Path) -> Result<&'a Mount, String> {
     if !path.is_absolute()
         || path.components().any(|c| {
             !matches!(
@@ -106,19 +111,20 @@ pub fn refusal(mounts: &[Mount], path: &Path) -> Option<String> {
             )
         })
     {
-        return Some("is not an absolute path without . or ..".into());
+        return Err("is not an absolute path without . or ..".into());
     }
     let Some(mount) = mount_of(mounts, path) else {
-        return Some("is on no mount listed in /proc/self/mountinfo".into());
+        return Err("is on no mount listed in /proc/self/mountinfo".into());
     };
-    (!LOCAL_FILESYSTEMS.contains(&mount.fstype.as_str())).then(|| {
-        format!(
+    if !LOCAL_FILESYSTEMS.contains(&mount.fstype.as_str()) {
+        return Err(format!(
             "is on a {} filesystem (mounted at {}), whose lookups can wait on a user's \
              process or the network: the scheduler reads spaces on local filesystems only",
             mount.fstype,
             mount.point.display()
-        )
-    })
+        ));
+    }
+    Ok(mount)
 }
 
 /// Opens directory `dir` (absolute, checked by [`refusal`]): its mount's
@@ -126,11 +132,12 @@ pub fn refusal(mounts: &[Mount], path: &Path) -> Option<String> {
 /// following a symlink nor crossing into another mount (one mounted since
 /// the mount table was read fails with EXDEV).
 pub fn open_dir_on_mount(mounts: &[Mount], dir: &Path) -> io::Result<OwnedFd> {
-    let refused = |why: String| io::Error::new(io::ErrorKind::PermissionDenied, why);
-    if let Some(why) = refusal(mounts, dir) {
-        return Err(refused(format!("{}: {why}", dir.display())));
-    }
-    let mount = mount_of(mounts, dir).ok_or_else(|| refused("no mount".into()))?;
+    let mount = local_mount(mounts, dir).map_err(|why| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{}: {why}", dir.display()),
+        )
+    })?;
     let flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK) as u64;
     let root = openat2(
         libc::AT_FDCWD,

@@ -45,6 +45,9 @@ pub struct Registry {
     users: BTreeMap<u32, UserEntries>,
     /// Everything must be listed again (at start, after an overflow).
     stale: bool,
+    /// [`Registry::over_caps`] when [`Registry::over_caps_news`] last
+    /// told it.
+    over_told: Vec<(u32, usize)>,
 }
 
 impl Registry {
@@ -75,6 +78,7 @@ impl Registry {
             watches: HashMap::new(),
             users: BTreeMap::new(),
             stale: true,
+            over_told: Vec::new(),
         }
     }
 
@@ -96,9 +100,13 @@ impl Registry {
         }
         dirty.sort_unstable();
         dirty.dedup();
+        if dirty.is_empty() {
+            return false;
+        }
+        let mounts = mounts::mounts().unwrap_or_default();
         let mut changed = false;
         for uid in dirty {
-            changed |= self.list_user(uid);
+            changed |= self.list_user(uid, &mounts);
         }
         changed
     }
@@ -138,8 +146,9 @@ impl Registry {
                     .collect()
             })
             .unwrap_or_default();
+        let mounts = mounts::mounts().unwrap_or_default();
         for uid in uids {
-            self.list_user(uid);
+            self.list_user(uid, &mounts);
         }
         before != self.snapshot()
     }
@@ -153,11 +162,11 @@ impl Registry {
 
     /// Lists `uid`'s directory again (and watches it); returns whether its
     /// entries changed.
-    fn list_user(&mut self, uid: u32) -> bool {
+    fn list_user(&mut self, uid: u32, mounts: &[mounts::Mount]) -> bool {
         let dir = hints::user_registry(&self.base, uid);
         let listed = files::open_registry_dir(&dir, uid).ok().map(|fd| {
             self.watch(&files::fd_path(fd.as_raw_fd()), Some(uid));
-            read_entries(&fd, &mounts::mounts().unwrap_or_default())
+            read_entries(&fd, mounts)
         });
         let old = self.users.remove(&uid);
         let changed = old.as_ref().map(|u| &u.targets) != listed.as_ref().map(|u| &u.targets);
@@ -235,32 +244,55 @@ impl Registry {
         overflow
     }
 
+    /// Each user's entries read within the caps, and how many beyond them
+    /// are not (users in uid order: the total cap falls on the last).
+    fn capped(&self) -> impl Iterator<Item = (u32, &[PathBuf], usize)> {
+        let mut left = MAX_SPACES;
+        self.users.iter().map(move |(uid, u)| {
+            let kept = u.targets.len().min(left);
+            left -= kept;
+            (*uid, &u.targets[..kept], u.over + u.targets.len() - kept)
+        })
+    }
+
     /// Users' entries beyond the per-user cap, and beyond the total.
     pub fn over_caps(&self) -> Vec<(u32, usize)> {
-        let mut left = MAX_SPACES;
-        self.users
-            .iter()
-            .filter_map(|(uid, u)| {
-                let kept = u.targets.len().min(left);
-                left -= kept;
-                let over = u.over + u.targets.len() - kept;
-                (over > 0).then_some((*uid, over))
-            })
+        self.capped()
+            .filter(|(_, _, over)| *over > 0)
+            .map(|(uid, _, over)| (uid, over))
             .collect()
+    }
+
+    /// A line to log when the users over the caps changed (and some are):
+    /// told once per change, not on every refresh.
+    pub fn over_caps_news(&mut self) -> Option<String> {
+        let over = self.over_caps();
+        if over == self.over_told {
+            return None;
+        }
+        let users: Vec<String> = over
+            .iter()
+            .map(|(uid, n)| format!("uid {uid}: {n}"))
+            .collect();
+        self.over_told = over;
+        (!users.is_empty()).then(|| {
+            format!(
+                "shared-space registry: entries not read (at most {MAX_PER_USER} a user, \
+                 {MAX_SPACES} in all): {}",
+                users.join(", ")
+            )
+        })
     }
 
     /// The spaces listed (within the caps), their member tables read now;
     /// and, for `pvas ls`, the entries refused and why.
     pub fn read(&self) -> Vec<Listed> {
         let mounts = mounts::mounts().unwrap_or_default();
-        let mut left = MAX_SPACES;
         let mut out = Vec::new();
-        for (uid, u) in &self.users {
-            let trust = Trust::user(*uid);
-            let kept = u.targets.len().min(left);
-            left -= kept;
-            for path in &u.targets[..kept] {
-                out.push(match hints::read_space(*uid, path, &trust, &mounts) {
+        for (uid, kept, over) in self.capped() {
+            let trust = Trust::user(uid);
+            for path in kept {
+                out.push(match hints::read_space(uid, path, &trust, &mounts) {
                     Ok(space) => Listed::Space(Box::new(space)),
                     Err(e) => Listed::Refused {
                         path: path.clone(),
@@ -268,10 +300,9 @@ impl Registry {
                     },
                 });
             }
-            let over = u.over + u.targets.len() - kept;
             if over > 0 {
                 out.push(Listed::Refused {
-                    path: hints::user_registry(&self.base, *uid),
+                    path: hints::user_registry(&self.base, uid),
                     why: format!(
                         "{over} more entries not read (at most {MAX_PER_USER} spaces of a user \
                          and {MAX_SPACES} in all are)"

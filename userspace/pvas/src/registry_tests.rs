@@ -83,6 +83,11 @@ fn a_users_entries_beyond_the_cap_are_not_read_and_are_counted() {
     );
     // SAFETY: geteuid has no preconditions.
     assert_eq!(r.over_caps(), vec![(unsafe { libc::geteuid() }, extra)]);
+    // Told once, not on every refresh.
+    let news = r.over_caps_news().expect("the caps are told");
+    assert!(news.contains(&format!(": {extra}")), "{news}");
+    r.refresh();
+    assert_eq!(r.over_caps_news(), None);
 }
 
 /// Watched, the registry is listed again only when a directory changes:
