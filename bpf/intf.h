@@ -83,6 +83,21 @@ struct sky_gang_home {
 };
 
 /*
+ * One thread as the daemon's task listing gives it (tasks.bpf.h): the
+ * iterator writes these back to back.
+ */
+struct sky_task_row {
+	u32 tid;
+	/* Its process (thread group). */
+	u32 pid;
+	/* The CPU it runs on, or last ran on. */
+	s32 cpu;
+	/* 1: running or waiting for a CPU (/proc's state R). */
+	u32 runnable;
+	char comm[SKY_COMM_LEN];
+};
+
+/*
  * How long a task waited in scx_sky's queues before each run, counted per
  * bucket since it first ran: the daemon reads it by pidfd for `scx_sky
  * top`'s per-task wait p99. A wait of us microseconds (us >= 1, msb =

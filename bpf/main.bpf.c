@@ -18,6 +18,7 @@
 #include "gang.bpf.h"
 #include "pmu.bpf.h"
 #include "dump.bpf.h"
+#include "tasks.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 

@@ -18,6 +18,7 @@
  *   gang.bpf.h      shared-cache gangs: memory-bound gangs kept at home
  *   pmu.bpf.h       PMU counts charged to the task that ran (for classes)
  *   dump.bpf.h      what the kernel prints when it ejects the scheduler
+ *   tasks.bpf.h     the daemon's listing of every thread (not scheduling)
  */
 #ifndef __SKY_BPF_H
 #define __SKY_BPF_H

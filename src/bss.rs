@@ -1,6 +1,6 @@
-//! A mapping of the loaded scheduler's .bss of our own, for the control
-//! threads that switch policies straight into it without borrowing the
-//! skeleton.
+//! A mapping of the loaded scheduler's .bss of our own, for the threads
+//! that write into it beside the run loop (policy switches, the feeds
+//! worker) without borrowing the skeleton.
 
 use crate::bpf::skel::types::bss;
 use anyhow::{bail, ensure, Result};
@@ -15,8 +15,8 @@ pub struct BssMapping {
     len: usize,
 }
 
-// SAFETY: the mapping is plain shared memory, used under the switcher's
-// lock.
+// SAFETY: the mapping is plain shared memory; each owner uses it from one
+// thread at a time (the switcher under its lock, the feeds worker alone).
 unsafe impl Send for BssMapping {}
 
 impl BssMapping {

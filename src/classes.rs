@@ -186,7 +186,13 @@ impl ClassFeed {
 
     /// Is a refresh due (a period has passed since the last one)?
     pub fn due(&self) -> bool {
-        self.refreshed_at.is_none_or(|t| t.elapsed() >= self.period)
+        self.until_due().is_zero()
+    }
+
+    /// How long until a refresh is due (zero: it is).
+    pub fn until_due(&self) -> Duration {
+        self.refreshed_at
+            .map_or(Duration::ZERO, |t| self.period.saturating_sub(t.elapsed()))
     }
 
     /// Does a refresh need the running tasks listed? Not with nothing that
@@ -277,6 +283,24 @@ impl ClassFeed {
         self.pmu.as_ref()?.period.get(&tid).copied()
     }
 
+    /// The classes as this refresh left them, for the run loop.
+    pub fn view(&self) -> ClassesView {
+        ClassesView {
+            table: self.table.clone(),
+            hints: self.hints.clone(),
+        }
+    }
+}
+
+/// The classes as the last refresh left them: what the run loop (stats,
+/// `scx_sky top`) shows while the feeds worker goes on.
+#[derive(Debug, Clone, Default)]
+pub struct ClassesView {
+    table: ClassTable,
+    hints: Hints,
+}
+
+impl ClassesView {
     /// The class BPF gives thread `tid`: the daemon's, or else a name hint
     /// on its current name (what BPF matches by itself); None if unknown.
     pub fn class_of_thread(&self, tid: u32) -> Option<Class> {

@@ -6,6 +6,7 @@ mod bss;
 mod classes;
 mod cli;
 mod control;
+mod feeds;
 mod gangs;
 mod gangs_cli;
 mod live_policy;
@@ -16,6 +17,7 @@ mod pvas_cli;
 mod scheduler;
 mod stats;
 mod stats_cli;
+mod task_list;
 mod top;
 
 use anyhow::{Context, Result};

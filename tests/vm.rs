@@ -330,6 +330,61 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
     assert!(check(&c, "homed_after").parse::<u32>().unwrap_or(0) >= 1);
 }
 
+/// The scan VM test's bounds: the target, 100 ms, for both. Five
+/// runs of this build on 2026-11-25 (TCG, 7.3.4, 4 vCPUs on 2 host cores,
+/// 10 000 idle threads; the feeds worker lists them by the BPF task
+/// iterator in 40-60 ms of CPU a pass, one pass every ~250 ms within its
+/// budget), scanning / baseline (nothing to scan, same boot):
+/// - the longest of 40 statistics round trips: 49.4, 42.6, 48.5, 54.7,
+///   43.6 ms / 36.5, 41.6, 56.4, 61.0, 35.5 ms (medians 12.1-13.1 ms in
+///   every run of both: the run loop looks every 20 ms);
+/// - SIGTERM to the daemon's detach: 17.4, 22.5, 17.2, 17.1, 21.2 ms /
+///   8.4, 15.0, 10.9, 25.1, 10.9 ms; to sched_ext disabled (the kernel
+///   moving 10 000 tasks back) 121-173 ms / 126-151 ms.
+///
+/// With the scan on the run loop (before the worker) the round trips were
+/// 370 ms at the median and 497 ms at most, and SIGTERM took 386 ms.
+const SCAN_STATS_MAX_MS: f64 = 100.0;
+const SCAN_DETACH_MAX_MS: f64 = 100.0;
+
+/// The daemon answers while it has much to scan (tests/vm/scan.sh: 10 000
+/// idle threads listed with their cgroups as often as the worker's budget
+/// allows, 10 000 registry entries), as soon as with nothing to scan (the
+/// baseline, same boot): statistics requests and SIGTERM do not wait for
+/// the scan, which runs on the feeds worker. The bounds are the issue's
+/// target, above every run recorded beside them.
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn stats_and_sigterm_are_answered_while_scanning() {
+    let out = run_scenario("scan", "1x2x2");
+    let c = checks(&out);
+    assert_eq!(check(&c, "idle_threads"), "10001");
+    for run in ["baseline", "scanning"] {
+        assert_eq!(check(&c, &format!("state_before_term_{run}")), "enabled");
+        assert_eq!(check(&c, &format!("sky_exit_{run}")), "0");
+    }
+    assert_eq!(check(&c, "dmesg_errors"), "0");
+    let line = |what: &str, run: &str| {
+        report::one_line(&out, &format!("result run={run} workload={what}")).unwrap()
+    };
+    let (stats, base_stats) = (
+        line("stats-latency", "scanning"),
+        line("stats-latency", "baseline"),
+    );
+    let (term, base_term) = (
+        line("term-latency", "scanning"),
+        line("term-latency", "baseline"),
+    );
+    eprintln!("scan: {stats:?} {term:?}\nbaseline: {base_stats:?} {base_term:?}");
+    assert_eq!(stat(&stats, "requests"), 40.0, "{stats:?}");
+    assert!(stat(&stats, "max_ms") <= SCAN_STATS_MAX_MS, "{stats:?}");
+    assert!(stat(&term, "detached_ms") <= SCAN_DETACH_MAX_MS, "{term:?}");
+    assert!(
+        out.contains("shared-space registry: entries not read"),
+        "the registry's caps were not said"
+    );
+}
+
 /// SMT pairing as the tracepoint observer sees it (tests/vm/smt.sh: one PM
 /// writer or compute task per CPU, PM writers started first, every task
 /// restarted as a new process each second, ten times): of the PM-writer

@@ -84,8 +84,9 @@ fn thread_now(pid: u32, tid: u32) -> Option<(bool, usize)> {
     Some((running, sky_tui::model::stat_processor(&s)?))
 }
 
-/// Each thread's [`thread_now`] for one refresh, read once however many
-/// uses (the CPI test's domains, the planner's demand) ask.
+/// Each thread's state and CPU for one refresh, as listed or else read
+/// ([`thread_now`]) once however many uses (the CPI test's domains, the
+/// planner's demand) ask.
 #[derive(Default)]
 struct ThreadsNow(HashMap<u32, Option<(bool, usize)>>);
 
@@ -94,7 +95,7 @@ impl ThreadsNow {
         *self
             .0
             .entry(task.tid)
-            .or_insert_with(|| thread_now(task.pid, task.tid))
+            .or_insert_with(|| task.runnable_on.or_else(|| thread_now(task.pid, task.tid)))
     }
 }
 
@@ -254,7 +255,13 @@ impl GangFeed {
     }
 
     pub fn due(&self) -> bool {
-        self.refreshed_at.is_none_or(|t| t.elapsed() >= PERIOD)
+        self.until_due().is_zero()
+    }
+
+    /// How long until a refresh is due (zero: it is).
+    pub fn until_due(&self) -> Duration {
+        self.refreshed_at
+            .map_or(Duration::ZERO, |t| PERIOD.saturating_sub(t.elapsed()))
     }
 
     /// The tasks must be listed when any could be in a memory-bound gang:

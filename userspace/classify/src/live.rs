@@ -16,6 +16,10 @@ pub struct LiveTask {
     pub pid: u32,
     pub comm: String,
     pub cgroup: String,
+    /// Runnable (/proc's state R), and the CPU it is on or last ran on, as
+    /// listed, when the listing had them (BPF's task listing has; a /proc
+    /// walk has not, and the gangs read them only for their threads).
+    pub runnable_on: Option<(bool, usize)>,
 }
 
 /// The cgroup path in a `/proc/<pid>/cgroup` text: the unified (v2)
@@ -38,38 +42,63 @@ pub fn scan_tasks(proc_root: &Path, with_cgroup: bool) -> Vec<LiveTask> {
         return tasks;
     };
     for proc_dir in procs.flatten() {
-        let Some(pid) = proc_dir
+        if let Some(pid) = proc_dir
             .file_name()
             .to_str()
             .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let cgroup = if with_cgroup {
-            std::fs::read_to_string(proc_dir.path().join("cgroup"))
-                .map(|t| cgroup_path(&t))
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
-        let Ok(threads) = std::fs::read_dir(proc_dir.path().join("task")) else {
-            continue;
-        };
-        for thread in threads.flatten() {
-            let Some(tid) = thread.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                continue;
-            };
-            if let Ok(comm) = std::fs::read_to_string(thread.path().join("comm")) {
-                tasks.push(LiveTask {
-                    tid,
-                    pid,
-                    comm: comm.trim_end_matches('\n').to_string(),
-                    cgroup: cgroup.clone(),
-                });
-            }
+        {
+            scan_process(proc_root, pid, with_cgroup, &mut tasks);
         }
     }
     tasks
+}
+
+/// The threads of processes `pids` only, as [`scan_tasks`] lists them: a
+/// cost in proportion to those processes, not to the machine.
+pub fn scan_processes(
+    proc_root: &Path,
+    pids: impl IntoIterator<Item = u32>,
+    with_cgroup: bool,
+) -> Vec<LiveTask> {
+    let mut tasks = Vec::new();
+    for pid in pids {
+        scan_process(proc_root, pid, with_cgroup, &mut tasks);
+    }
+    tasks
+}
+
+/// Process `pid`'s cgroup path (empty if it is gone).
+pub fn process_cgroup(proc_root: &Path, pid: u32) -> String {
+    std::fs::read_to_string(proc_root.join(pid.to_string()).join("cgroup"))
+        .map(|t| cgroup_path(&t))
+        .unwrap_or_default()
+}
+
+/// Appends process `pid`'s threads to `tasks` (none if it is gone).
+fn scan_process(proc_root: &Path, pid: u32, with_cgroup: bool, tasks: &mut Vec<LiveTask>) {
+    let proc_dir = proc_root.join(pid.to_string());
+    let cgroup = if with_cgroup {
+        process_cgroup(proc_root, pid)
+    } else {
+        String::new()
+    };
+    let Ok(threads) = std::fs::read_dir(proc_dir.join("task")) else {
+        return;
+    };
+    for thread in threads.flatten() {
+        let Some(tid) = thread.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if let Ok(comm) = std::fs::read_to_string(thread.path().join("comm")) {
+            tasks.push(LiveTask {
+                tid,
+                pid,
+                comm: comm.trim_end_matches('\n').to_string(),
+                cgroup: cgroup.clone(),
+                runnable_on: None,
+            });
+        }
+    }
 }
 
 /// What to write to and remove from the class map.
@@ -181,5 +210,26 @@ mod tests {
             assert_eq!(mine.cgroup, expected);
         }
         assert!(scan_tasks(Path::new("/nonexistent"), true).is_empty());
+    }
+
+    /// A listing of chosen processes has their threads, as the full
+    /// listing has them, and nothing of a process that is not there.
+    #[test]
+    fn chosen_processes_are_listed_as_the_full_listing_lists_them() {
+        let me = std::process::id();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let spare = std::thread::spawn(move || rx.recv());
+        let chosen = scan_processes(Path::new("/proc"), [me, u32::MAX], true);
+        let all = scan_tasks(Path::new("/proc"), true);
+        assert!(chosen.len() >= 2, "this process's threads: {chosen:?}");
+        assert!(chosen.iter().all(|t| t.pid == me));
+        let main = chosen
+            .iter()
+            .find(|t| t.tid == me)
+            .expect("the main thread");
+        assert_eq!(Some(main), all.iter().find(|t| t.tid == me));
+        assert!(scan_processes(Path::new("/proc"), [u32::MAX], true).is_empty());
+        drop(tx);
+        let _ = spare.join();
     }
 }

@@ -126,6 +126,7 @@ mod tests {
             pid,
             comm: comm.into(),
             cgroup: cgroup.into(),
+            runnable_on: None,
         }
     }
 

@@ -1,0 +1,149 @@
+//! The running tasks, as BPF's task iterator (bpf/tasks.bpf.h) lists them:
+//! every thread of the machine in a few reads, with whether it is runnable
+//! and where it runs. Where the iterator cannot be attached or read, /proc
+//! is walked instead (`sky_classify::live::scan_tasks`), with a log line.
+
+use crate::bpf::intf::sky_task_row;
+use crate::bpf::skel::BpfSkel;
+use anyhow::{ensure, Context, Result};
+use libbpf_rs::{Iter, Link};
+use log::warn;
+use sky_classify::live::{process_cgroup, scan_tasks, LiveTask};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+const ROW: usize = std::mem::size_of::<sky_task_row>();
+
+pub struct TaskLister {
+    /// The iterator's link; None: /proc is walked.
+    link: Option<Link>,
+    /// Has a failed read been said?
+    warned: bool,
+}
+
+impl TaskLister {
+    pub fn new(skel: &BpfSkel) -> TaskLister {
+        let link = skel
+            .progs
+            .sky_list_tasks
+            .attach()
+            .inspect_err(|e| warn!("no BPF task iterator ({e}): tasks are listed from /proc"))
+            .ok();
+        TaskLister {
+            link,
+            warned: false,
+        }
+    }
+
+    /// Every thread, with its process's cgroup path if `with_cgroup` (read
+    /// from /proc once per process).
+    pub fn list(&mut self, with_cgroup: bool) -> Vec<LiveTask> {
+        let Some(link) = &self.link else {
+            return scan_tasks(Path::new("/proc"), with_cgroup);
+        };
+        let mut tasks = match read_rows(link) {
+            Ok(tasks) => tasks,
+            Err(e) => {
+                if !std::mem::replace(&mut self.warned, true) {
+                    warn!("the BPF task iterator failed ({e:#}): tasks are listed from /proc");
+                }
+                return scan_tasks(Path::new("/proc"), with_cgroup);
+            }
+        };
+        if with_cgroup {
+            let mut of_process: HashMap<u32, String> = HashMap::new();
+            for t in &mut tasks {
+                t.cgroup = of_process
+                    .entry(t.pid)
+                    .or_insert_with(|| process_cgroup(Path::new("/proc"), t.pid))
+                    .clone();
+            }
+        }
+        tasks
+    }
+}
+
+/// One run of the iterator.
+fn read_rows(link: &Link) -> Result<Vec<LiveTask>> {
+    let mut bytes = Vec::new();
+    Iter::new(link)
+        .context("starting the iterator")?
+        .read_to_end(&mut bytes)
+        .context("reading the iterator")?;
+    parse_rows(&bytes)
+}
+
+/// The rows the iterator wrote, back to back.
+fn parse_rows(bytes: &[u8]) -> Result<Vec<LiveTask>> {
+    ensure!(
+        bytes.len().is_multiple_of(ROW),
+        "{} bytes are not whole rows of {ROW}",
+        bytes.len()
+    );
+    Ok(bytes
+        .chunks_exact(ROW)
+        .map(|chunk| {
+            // SAFETY: a chunk is ROW bytes of the plain-data struct BPF
+            // wrote; read unaligned, as a Vec<u8> gives no alignment.
+            let row: sky_task_row = unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast()) };
+            let name: Vec<u8> = row
+                .comm
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&c| c != 0)
+                .collect();
+            LiveTask {
+                tid: row.tid,
+                pid: row.pid,
+                comm: String::from_utf8_lossy(&name).into_owned(),
+                cgroup: String::new(),
+                runnable_on: Some((row.runnable != 0, row.cpu.max(0) as usize)),
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::intf;
+
+    fn row(tid: u32, pid: u32, cpu: i32, runnable: u32, comm: &[u8]) -> Vec<u8> {
+        let mut r = sky_task_row {
+            tid,
+            pid,
+            cpu,
+            runnable,
+            comm: [0; intf::sky_consts_SKY_COMM_LEN as usize],
+        };
+        for (d, s) in r.comm.iter_mut().zip(comm) {
+            *d = *s as _;
+        }
+        // SAFETY: sky_task_row is plain data of ROW bytes.
+        unsafe { std::slice::from_raw_parts((&r as *const sky_task_row).cast::<u8>(), ROW) }
+            .to_vec()
+    }
+
+    /// Rows become tasks with their names, states and CPUs; a name of 15
+    /// bytes (no room for more) and one that is not UTF-8 are kept; a
+    /// torn read is an error, not a wrong task.
+    #[test]
+    fn rows_are_read_as_the_iterator_wrote_them() {
+        let mut bytes = row(7, 5, 3, 1, b"mb-a");
+        bytes.extend(row(9, 9, 0, 0, b"fifteen-bytes!!"));
+        bytes.extend(row(11, 9, 1, 0, b"caf\xe9"));
+        let tasks = parse_rows(&bytes).unwrap();
+        assert_eq!(tasks.len(), 3);
+        assert_eq!(
+            (tasks[0].tid, tasks[0].pid, tasks[0].comm.as_str()),
+            (7, 5, "mb-a")
+        );
+        assert_eq!(tasks[0].runnable_on, Some((true, 3)));
+        assert_eq!(tasks[1].comm, "fifteen-bytes!!");
+        assert_eq!(tasks[1].runnable_on, Some((false, 0)));
+        assert_eq!(tasks[2].comm, "caf\u{fffd}");
+        assert!(parse_rows(&bytes[..ROW + 1]).is_err());
+        assert!(parse_rows(&[]).unwrap().is_empty());
+    }
+}
