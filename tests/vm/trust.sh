@@ -48,10 +48,14 @@ while [ "$tenths" -lt 100 ]; do
 	tenths=$((tenths + 5))
 	scx_sky pvas ls >/tmp/ls.txt 2>&1
 	scx_sky gangs >/tmp/gangs.txt 2>&1
-	[ "$(grep -c 'not proven' /tmp/ls.txt)" -ge 2 ] &&
-		[ "$(grep -c '^gang .*space job' /tmp/gangs.txt)" -ge 2 ] && break
+	unproven=$(grep -c 'not proven' /tmp/ls.txt)
+	space_gangs=$(grep -c '^gang .*space job' /tmp/gangs.txt)
+	# What each look saw, for a run that never settles.
+	echo "poll $(cut -d' ' -f1 /proc/uptime)s unproven=$unproven space_gangs=$space_gangs" >>/tmp/polls.txt
+	[ "$unproven" -ge 2 ] && [ "$space_gangs" -ge 2 ] && break
 done
 echo "check settled_tenths=$tenths"
+cat /tmp/polls.txt
 sed 's/^/ls: /' /tmp/ls.txt
 sed 's/^/gangs: /' /tmp/gangs.txt
 echo "check unproven_root=$(grep -c "pid *$root_victim (pid not proven" /tmp/ls.txt)"
