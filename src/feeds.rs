@@ -1,7 +1,7 @@
 //! The daemon's scanning, off the run loop: a worker thread lists the
-//! running tasks (BPF's task iterator, `task_list.rs`), the shared spaces (registry and member tables)
-//! and the PMU counts, classes and gangs them, and writes BPF's class and
-//! gang maps. The run loop answers stats, signals and the kernel's exit
+//! running tasks (BPF's task iterator, `task_list.rs`), the shared spaces
+//! (registry and member tables) and the PMU counts, classes and gangs
+//! them, and writes BPF's class and gang maps. The run loop answers stats, signals and the kernel's exit
 //! requests and never waits for it: it shows the view the worker last
 //! published, and hands it new policies through a channel.
 //!
@@ -12,8 +12,8 @@
 //! - between them, the shared spaces are watched every tick, and when
 //!   their members changed a membership pass lists only the threads of
 //!   the processes the gangs are made of (the members, those that were,
-//!   and the processes of planned gangs) and regangs from the last full listing
-//!   patched with them: a member that joins is in its gang within a tick,
+//!   and the processes of planned gangs) and regangs from the last full
+//!   listing patched with them: a member that joins is in its gang within a tick,
 //!   and a process that leaves or exits is out of its gang, whatever the
 //!   machine's size.
 //!
@@ -342,10 +342,7 @@ impl Worker {
                 .gangs
                 .wants_tasks(&spaces, self.classes.can_class_memory_bound());
         if class_tasks || gang_tasks {
-            // With cgroups if either feed's hints need them: a membership
-            // pass regangs from this listing.
-            let cgroups = self.classes.needs_cgroups() || self.gangs.needs_cgroups();
-            self.listing = self.tasks.list(cgroups);
+            self.listing = self.tasks.list(self.needs_cgroups());
         } else {
             self.listing.clear();
         }
@@ -376,21 +373,18 @@ impl Worker {
     fn membership_pass(&mut self, spaces: &[SpaceHints]) {
         let mut again = members_of(spaces);
         again.append(&mut self.members);
-        // Every process is a gang of its own by default: only those the
-        // plan is about (memory-bound, or several processes) are listed.
-        again.extend(
-            self.gangs
-                .view()
-                .gangs
-                .iter()
-                .filter(|g| g.memory_bound || g.processes.len() > 1)
-                .flat_map(|g| g.processes.iter().copied()),
-        );
+        again.extend(self.gangs.planned_processes());
         self.listing.retain(|t| !again.contains(&t.pid));
-        let cgroups = self.classes.needs_cgroups() || self.gangs.needs_cgroups();
+        let cgroups = self.needs_cgroups();
         self.listing
             .extend(scan_processes(Path::new("/proc"), again, cgroups));
         self.regang(spaces);
+    }
+
+    /// Listings carry cgroups if either feed's hints need them: a
+    /// membership pass regangs from the full pass's listing.
+    fn needs_cgroups(&self) -> bool {
+        self.classes.needs_cgroups() || self.gangs.needs_cgroups()
     }
 
     fn regang(&mut self, spaces: &[SpaceHints]) {

@@ -291,6 +291,17 @@ impl GangFeed {
         self.rules.by_cgroup()
     }
 
+    /// The processes of the last refresh's gangs that the plan is about:
+    /// memory-bound ones, or several processes (every other process is a
+    /// gang of its own by default).
+    pub fn planned_processes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.view
+            .gangs
+            .iter()
+            .filter(|g| g.memory_bound || g.processes.len() > 1)
+            .flat_map(|g| g.processes.iter().copied())
+    }
+
     /// The last refresh's gangs, domains and planned state times.
     pub fn view(&self) -> &GangsView {
         &self.view
