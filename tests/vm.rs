@@ -287,6 +287,11 @@ fn unprivileged_labels_steer_nothing() {
             && out.contains("result workload=relabel id=4"),
         "the forged labels were not written"
     );
+    assert_eq!(
+        check(&c, "settled"),
+        "yes",
+        "the labels and gangs were never all listed (see the polls)"
+    );
     for (key, why) in [
         ("unproven_root", "root's process listed as a member"),
         ("unproven_bob", "bob's process listed as alice's member"),

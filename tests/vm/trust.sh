@@ -40,21 +40,29 @@ as_user alice "sky-work relabel $space --id 3 --victim $root_victim --seconds 12
 relabel_root=$!
 as_user alice "sky-work relabel $space --id 4 --victim $bob_victim --seconds 12" >/tmp/relabel-bob.txt 2>&1 &
 relabel_bob=$!
-# Until both labels are written and both spaces ganged (a process
-# starts slowly under TCG), at most 10 s.
-tenths=0
-while [ "$tenths" -lt 100 ]; do
+# Until both forged labels are listed and both spaces ganged (a process
+# starts slowly under TCG, and a look takes seconds under this load), at
+# most 20 s of uptime. The looks wait for the very lines the checks
+# below count: any two unproven labels were not enough (a CI run stopped
+# looking with root's label not yet listed).
+uptime_s() { cut -d. -f1 /proc/uptime; }
+deadline=$(($(uptime_s) + 20))
+settled=no
+while [ "$(uptime_s)" -lt "$deadline" ]; do
 	sleep 0.5
-	tenths=$((tenths + 5))
 	scx_sky pvas ls >/tmp/ls.txt 2>&1
 	scx_sky gangs >/tmp/gangs.txt 2>&1
-	unproven=$(grep -c 'not proven' /tmp/ls.txt)
+	root_label=$(grep -c "pid *$root_victim (pid not proven" /tmp/ls.txt)
+	bob_label=$(grep -c "pid *$bob_victim (pid not proven" /tmp/ls.txt)
 	space_gangs=$(grep -c '^gang .*space job' /tmp/gangs.txt)
 	# What each look saw, for a run that never settles.
-	echo "poll $(cut -d' ' -f1 /proc/uptime)s unproven=$unproven space_gangs=$space_gangs" >>/tmp/polls.txt
-	[ "$unproven" -ge 2 ] && [ "$space_gangs" -ge 2 ] && break
+	echo "poll $(cut -d' ' -f1 /proc/uptime)s root_label=$root_label bob_label=$bob_label space_gangs=$space_gangs unproven: $(grep 'not proven' /tmp/ls.txt | tr -s ' ' | tr '\n' ';')" >>/tmp/polls.txt
+	if [ "$root_label" -ge 1 ] && [ "$bob_label" -ge 1 ] && [ "$space_gangs" -ge 2 ]; then
+		settled=yes
+		break
+	fi
 done
-echo "check settled_tenths=$tenths"
+echo "check settled=$settled"
 cat /tmp/polls.txt
 sed 's/^/ls: /' /tmp/ls.txt
 sed 's/^/gangs: /' /tmp/gangs.txt
