@@ -1,9 +1,10 @@
 //! The daemon's scanning, off the run loop: a worker thread lists the
 //! running tasks (BPF's task iterator, `task_list.rs`), the shared spaces
 //! (registry and member tables) and the PMU counts, classes and gangs
-//! them, and writes BPF's class and gang maps. The run loop answers stats, signals and the kernel's exit
-//! requests and never waits for it: it shows the view the worker last
-//! published, and hands it new policies through a channel.
+//! them, and writes BPF's class and gang maps. The run loop answers
+//! stats, signals and the kernel's exit requests and never waits for it:
+//! it shows the view the worker last published, and hands it new
+//! policies through a channel.
 //!
 //! Two kinds of pass, each on a budget of its own (`Budget`: a fifth of
 //! one CPU over time), so neither starves the other:
@@ -13,9 +14,9 @@
 //!   their members changed a membership pass lists only the threads of
 //!   the processes the gangs are made of (the members, those that were,
 //!   and the processes of planned gangs) and regangs from the last full
-//!   listing patched with them: a member that joins is in its gang within a tick,
-//!   and a process that leaves or exits is out of its gang, whatever the
-//!   machine's size.
+//!   listing patched with them: a member that joins is in its gang
+//!   within a tick, and a process that leaves or exits is out of its
+//!   gang, whatever the machine's size.
 //!
 //! So scanning takes at most two fifths of a CPU, on a machine of any
 //! size and whatever users do with their spaces; a machine whose full

@@ -66,8 +66,9 @@ echo "check settled=$settled"
 cat /tmp/polls.txt
 sed 's/^/ls: /' /tmp/ls.txt
 sed 's/^/gangs: /' /tmp/gangs.txt
-echo "check unproven_root=$(grep -c "pid *$root_victim (pid not proven" /tmp/ls.txt)"
-echo "check unproven_bob=$(grep -c "pid *$bob_victim (pid not proven" /tmp/ls.txt)"
+# The last look's counts (of /tmp/ls.txt, shown above).
+echo "check unproven_root=$root_label"
+echo "check unproven_bob=$bob_label"
 echo "check alice_gangs=$(grep -c '^gang .*space job (uid 1000)' /tmp/gangs.txt)"
 echo "check bob_gangs=$(grep -c '^gang .*space job (uid 1001)' /tmp/gangs.txt)"
 for v in "$root_victim" "$bob_victim"; do
