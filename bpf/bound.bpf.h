@@ -153,7 +153,7 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
 		if (cpu < 0)
 			return false;
 		if (owner >= 0 && sky_llc_of(cpu) != llc) {
-			scx_bpf_dsq_move_set_vtime(it, sky_vtime_for(p, tctx, sky_vframe_llc(llc)));
+			scx_bpf_dsq_move_set_vtime(it, sky_queue_key(p, tctx, sky_vframe_llc(llc)));
 			scx_bpf_dsq_move_vtime(it, p, sky_llc_dsq(llc), 0);
 		}
 	}
@@ -264,7 +264,7 @@ __noinline int sky_drain_offline(s32 owner)
 		p = bpf_iter_scx_dsq_next(&it);
 		if (!p)
 			break;
-		scx_bpf_dsq_move_set_vtime(&it, sky_vtime_for(p, sky_task_of(p), sky_vframe_llc(llc)));
+		scx_bpf_dsq_move_set_vtime(&it, sky_queue_key(p, sky_task_of(p), sky_vframe_llc(llc)));
 		scx_bpf_dsq_move_vtime(&it, p, sky_llc_dsq(llc), 0);
 	}
 	bpf_iter_scx_dsq_destroy(&it);

@@ -206,7 +206,7 @@ static __always_inline bool sky_gang_enqueue(struct task_struct *p, struct sky_t
 		return true;
 	}
 	scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(home), sky_cfg.slice_ns,
-				 sky_vtime_for(p, tctx, sky_vframe_llc(home)), enq_flags);
+				 sky_queue_key(p, tctx, sky_vframe_llc(home)), enq_flags);
 	if (tctx->gang_waiting_llc < 0) {
 		tctx->gang_waiting_llc = home;
 		__sync_fetch_and_add(&sky_llc_gang_waiting[home & (SKY_MAX_LLCS - 1)], 1);

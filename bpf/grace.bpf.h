@@ -20,6 +20,9 @@
  * cache, but moving it when its CPU is not overloaded only trades places
  * with another task later (the churn that costs pure SKY-1 its affinity).
  *
+ * A short task (burst.bpf.h) has no grace: its footprint is small, and
+ * a wait behind a hog costs it more than a cache refill.
+ *
  * bound.bpf.h sets an alarm for the moment a grace runs out, so an idle
  * CPU is woken then to take the task: this is what makes the grace a
  * bound and not a hope.
@@ -30,6 +33,7 @@
 #include "sky.bpf.h"
 #include "topology.bpf.h"
 #include "decay.bpf.h"
+#include "burst.bpf.h"
 #include "load.bpf.h"
 
 /*
@@ -41,7 +45,8 @@ static __always_inline u64 sky_grace_left(const struct sky_task *tctx, s32 owner
 	u64 queued = sky_queued_for(tctx, now);
 	u64 grace = sky_cfg.affinity_grace_ns, patience = sky_cfg.patience_ns;
 
-	if (!grace || !sky_cpu_is_online(owner) || queued >= sky_cfg.starve_ns)
+	if (!grace || !sky_cpu_is_online(owner) || queued >= sky_cfg.starve_ns ||
+	    sky_is_short(tctx))
 		return 0;
 	if (queued < grace)
 		return grace - queued;
@@ -60,7 +65,8 @@ static __always_inline u64 sky_foreign_left(const struct task_struct *p,
 {
 	u64 queued = sky_queued_for(tctx, now), grace = sky_cfg.affinity_grace_ns;
 
-	if (!sky_cfg.affinity || queued >= grace || sky_decay_of(p, tctx, now) == SKY_LLC_COLD)
+	if (!sky_cfg.affinity || queued >= grace || sky_is_short(tctx) ||
+	    sky_decay_of(p, tctx, now) == SKY_LLC_COLD)
 		return 0;
 	return grace - queued;
 }

@@ -221,6 +221,12 @@ enum sky_stat_idx {
 	SKY_STAT_GANG_SPILLS,		/* gang threads another domain took after they waited gang_spill_ns at home */
 	SKY_STAT_GANG_EVICTIONS,	/* tasks of no gang moved off a home domain to make room for its gang */
 	SKY_STAT_GANG_RETURNS,		/* gang threads moved back to their home domain once it had room */
+	SKY_STAT_LAT_IDLE_CLAIMS,	/* short wakeups placed on an idle CPU near their busy last CPU, grace waived */
+	SKY_STAT_LAT_PREEMPTS,		/* short wakeups that preempted a batch task (SCX_ENQ_PREEMPT) */
+	SKY_STAT_SYNC_STACKS,		/* synchronous wakeups of short tasks stacked on the waker's CPU over waiting tasks */
+	SKY_STAT_SYNC_REFUSED,		/* synchronous wakeups not stacked on the waker's CPU: that waker runs on after them */
+	SKY_STAT_SHORT_STEALS,		/* short tasks taken from another CPU's queue without waiting out the grace */
+	SKY_STAT_YIELDS,		/* yields that gave the CPU to a queued task */
 	SKY_NR_STATS,
 };
 
@@ -282,6 +288,14 @@ struct sky_config {
 	u64 gang_spill_ns;
 	/* Every queued task runs within this (plus scheduling latency). */
 	u64 starve_ns;
+	/*
+	 * The latency path (burst.bpf.h, latency.bpf.h): a task whose runs
+	 * per wakeup stay under this is short, sorts ahead, claims idle CPUs
+	 * near and may preempt; 0: off.
+	 */
+	u64 latency_burst_ns;
+	/* A task runs this long before a short wakee may preempt it. */
+	u64 latency_min_run_ns;
 	/* Generation, bumped on each policy change (shown in stats). */
 	u64 generation;
 	/*

@@ -12,6 +12,8 @@
 #include "decay.bpf.h"
 #include "grace.bpf.h"
 #include "bound.bpf.h"
+#include "burst.bpf.h"
+#include "latency.bpf.h"
 #include "sky1.bpf.h"
 #include "class.bpf.h"
 #include "smt.bpf.h"
@@ -36,6 +38,8 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	bool direct = false;
 	s32 cpu;
 
+	if ((wake_flags & SCX_WAKE_SYNC) && sky_lat_on())
+		sky_lat_sync_woke(scx_bpf_now());
 	if ((cpu = sky_smt_place(p, prev_cpu)) >= 0)
 		direct = true;
 	else if ((cpu = sky_gang_select(p, prev_cpu, &direct)) >= 0)
@@ -83,6 +87,9 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 	/* A tick chose it a CPU to move to for a gang (gang.bpf.h). */
 	if (sky_gang_move(p, tctx, enq_flags))
 		return;
+	/* Preempted for a short wakee (latency.bpf.h): it resumes here next. */
+	if (sky_lat_resume(p, cpu, enq_flags))
+		return;
 	/*
 	 * Left without a slice at its slice end to move for SMT pairing (the
 	 * only way SCX_ENQ_LAST comes here): if the move no longer suits, it
@@ -99,7 +106,7 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 		return;
 	}
-	if (!sky_gang_enqueue(p, tctx, enq_flags))
+	if (!sky_gang_enqueue(p, tctx, enq_flags) && !sky_lat_enqueue(p, tctx, cpu, enq_flags, now))
 		sky1_enqueue(p, tctx, cpu, enq_flags, now);
 	sky_bound_keep_watch(now);
 }
@@ -110,8 +117,11 @@ void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 	u64 now = scx_bpf_now();
 
 	sky_bound_catch_up(now);
-	if (sky1_dispatch(cpu, prev))
+	if (sky1_dispatch(cpu, prev)) {
+		if (prev && sky_lat_yielded(prev))
+			sky_stat_inc(SKY_STAT_YIELDS);
 		return;
+	}
 	/*
 	 * Nothing else should run here: let the previous task keep the CPU,
 	 * unless SMT pairing or a gang moves it (its zero slice sends it to
@@ -130,6 +140,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	u64 now = scx_bpf_now(), waited;
 
 	sky_vtime_started(p, tctx, cpu, now);
+	sky_lat_started(p, tctx, cpu, now);
 	sky_smt_started(cpu, p, now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
 	if (!tctx)
@@ -172,6 +183,12 @@ void BPF_STRUCT_OPS(sky_stopping, struct task_struct *p, bool runnable)
 	class = sky_class_of(p);
 
 	sky_pressure_add(tctx, cpu, ran);
+	sky_lat_stopped(cpu);
+	if (tctx) {
+		sky_burst_ran(tctx, ran);
+		if (runnable)
+			sky_lat_sync_settle(tctx, false, now);
+	}
 	sky_class_ran(class, ran);
 	sky_gang_ran(p, cpu, ran);
 	sky_smt_stopped(cpu, class, now);
@@ -188,19 +205,35 @@ void BPF_STRUCT_OPS(sky_tick, struct task_struct *p)
 void BPF_STRUCT_OPS(sky_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct sky_task *tctx = sky_task_of(p);
+	u64 now = scx_bpf_now();
 
 	if (!tctx)
 		return;
-	tctx->last_sleep_ns = sky_sleep_ns(tctx, scx_bpf_now());
+	tctx->last_sleep_ns = sky_sleep_ns(tctx, now);
 	tctx->slept_at_ns = 0;
+	sky_burst_woke(tctx, now);
 }
 
 void BPF_STRUCT_OPS(sky_quiescent, struct task_struct *p, u64 deq_flags)
 {
+	SKY_CFG_PIN();
 	struct sky_task *tctx = sky_task_of(p);
+	u64 now;
 
-	if (tctx && (deq_flags & SCX_DEQ_SLEEP))
-		tctx->slept_at_ns = scx_bpf_now();
+	if (!tctx || !(deq_flags & SCX_DEQ_SLEEP))
+		return;
+	now = scx_bpf_now();
+	tctx->slept_at_ns = now;
+	sky_burst_slept(tctx);
+	sky_lat_sync_settle(tctx, true, now);
+}
+
+/* sched_yield(): the CPU goes to a queued task (latency.bpf.h). */
+bool BPF_STRUCT_OPS(sky_yield, struct task_struct *from, struct task_struct *to)
+{
+	if (!to)
+		sky_lat_yield(from);
+	return false;
 }
 
 /* A higher scheduling class took the CPU: its local queue must not wait. */
@@ -275,6 +308,7 @@ s32 BPF_STRUCT_OPS(sky_init_task, struct task_struct *p, struct scx_init_task_ar
 	tctx->smt_target = -1;
 	tctx->gang_target = -1;
 	tctx->gang_waiting_llc = -1;
+	tctx->sync_trust = SKY_SYNC_TRUST_START;
 	return 0;
 }
 
@@ -332,6 +366,7 @@ SCX_OPS_DEFINE(sky_ops,
 	       .stopping	= (void *)sky_stopping,
 	       .tick		= (void *)sky_tick,
 	       .quiescent	= (void *)sky_quiescent,
+	       .yield		= (void *)sky_yield,
 	       .cpu_release	= (void *)sky_cpu_release,
 	       .update_idle	= (void *)sky_update_idle,
 	       .cpu_online	= (void *)sky_cpu_online,

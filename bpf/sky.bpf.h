@@ -7,12 +7,14 @@
  *
  *   topology.bpf.h  cache domains, CPU online state, idle-CPU claims
  *   stats.bpf.h     per-CPU counters
- *   vtime.bpf.h     weighted virtual time and slices
+ *   burst.bpf.h     run time per wakeup: which tasks are short
+ *   vtime.bpf.h     weighted virtual time, queue keys and slices
  *   decay.bpf.h     when a task's cache footprint is cold (sleep / pressure)
  *   load.bpf.h      per-CPU load averages: does a move balance anything?
  *   grace.bpf.h     when an idle CPU may take a task warm on another CPU
  *   sky1.bpf.h      SKY-1 placement: which queue a task waits in, dispatch
  *   bound.bpf.h     the wait bound: grace alarms and starvation rescue
+ *   latency.bpf.h   short wakees: idle CPUs near, preemption, sync stacks, yield
  *   class.bpf.h     task classes the daemon gives (compute, pm-writer, ...)
  *   smt.bpf.h       SMT pairing: PM writers beside compute tasks
  *   gang.bpf.h      shared-cache gangs: memory-bound gangs kept at home
@@ -53,6 +55,23 @@ struct sky_task {
 	u64 left_llc_pressure;
 	/* No SMT pairing move for it before this (smt.bpf.h). */
 	u64 smt_held_until;
+	/* Run time since it last became runnable (burst.bpf.h). */
+	u64 awake_ns;
+	/* Average run time per wakeup, and average time between wakeups. */
+	u64 burst_ns;
+	u64 wake_gap_ns;
+	/* When it last became runnable. */
+	u64 woke_at_ns;
+	/* The burst term its queue key carries on top of its vtime (vtime.bpf.h). */
+	u64 key_extra;
+	/* When it last woke a task synchronously; 0 once it slept or ran on. */
+	u64 sync_woke_at_ns;
+	/* How surely it sleeps right after a synchronous wakeup (latency.bpf.h). */
+	u32 sync_trust;
+	/* 1: short (burst.bpf.h). */
+	u8 short_task;
+	/* 1: it yielded; the next dispatch gives its CPU to a queued task. */
+	u8 yielded;
 	/* Its waits before each run (stats.bpf.h). */
 	struct sky_wait_hist waits;
 };

@@ -18,6 +18,8 @@
  *           A synchronous wakeup (the waker is about to sleep, e.g. a pipe
  *           round trip) goes to the waker's CPU when nothing else waits
  *           there: the data the task needs is in that CPU's cache.
+ *           A short task (burst.bpf.h) takes the latency path instead of
+ *           waiting (latency.bpf.h): an idle CPU near, else preemption.
  * Dispatch: the rescue queue; own and domain queue by vtime; a sibling's
  *           task whose grace ran out (grace.bpf.h); another domain's task
  *           that is LLC-cold or waited out its grace.
@@ -34,21 +36,21 @@
 #include "grace.bpf.h"
 #include "bound.bpf.h"
 #include "gang.bpf.h"
+#include "latency.bpf.h"
 
 /*
  * A synchronous wakeup's target: the waker's CPU if @p may run there and
- * nothing else waits for it, else -1.
+ * may stack there (latency.bpf.h: by what waits there, and whether the
+ * waker sleeps right after its synchronous wakeups), else -1.
  */
-static __always_inline s32 sky1_sync_target(const struct task_struct *p, u64 wake_flags)
+static __always_inline s32 sky1_sync_target(const struct task_struct *p,
+					     const struct sky_task *tctx, u64 wake_flags)
 {
 	s32 cpu = bpf_get_smp_processor_id();
 
 	if (!sky_cfg.wake_sync || !(wake_flags & SCX_WAKE_SYNC) || !sky_cpu_usable(p, cpu))
 		return -1;
-	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0 ||
-	    scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0)
-		return -1;
-	return cpu;
+	return sky_lat_may_stack(tctx, cpu) ? cpu : -1;
 }
 
 /*
@@ -66,7 +68,7 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 	if (!tctx)
 		return prev_cpu;
 	tctx->cold = 0;
-	cpu = sky1_sync_target(p, wake_flags);
+	cpu = sky1_sync_target(p, tctx, wake_flags);
 	if (cpu >= 0) {
 		*direct = true;
 		sky_stat_inc(SKY_STAT_SYNC_HANDOFFS);
@@ -76,6 +78,11 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 		*direct = true;
 		sky_stat_inc(SKY_STAT_DIRECT_HANDOFFS);
 		return prev_cpu;
+	}
+	cpu = sky_lat_select(p, tctx, prev_cpu);
+	if (cpu >= 0) {
+		*direct = true;
+		return cpu;
 	}
 	decay = sky_decay_of(p, tctx, scx_bpf_now());
 	if (decay == SKY_WARM || !sky_may_claim_idle(prev_cpu))
@@ -136,13 +143,13 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 	}
 	if (owner < 0) {
 		scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), slice,
-					 sky_vtime_for(p, tctx, sky_vframe_llc(llc)), enq_flags);
+					 sky_queue_key(p, tctx, sky_vframe_llc(llc)), enq_flags);
 		sky_stat_inc(SKY_STAT_COLD_QUEUED);
 		return;
 	}
 
 	scx_bpf_dsq_insert_vtime(p, sky_cpu_dsq(owner), slice,
-				 sky_vtime_for(p, tctx, sky_vframe_cpu(owner)), enq_flags);
+				 sky_queue_key(p, tctx, sky_vframe_cpu(owner)), enq_flags);
 	sky_stat_inc(decay == SKY_WARM ? SKY_STAT_WARM_QUEUED : SKY_STAT_COLD_QUEUED);
 	/* No kick from here: sky_enqueue's keep_watch leaves the alarm to others. */
 	if (leaving)
@@ -204,6 +211,8 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 		if (scx_bpf_dsq_move(&it, p, SCX_DSQ_LOCAL, 0)) {
 			if (home != SKY_LLC_UNKNOWN)
 				sky_stat_inc(SKY_STAT_GANG_SPILLS);
+			if (sky_is_short(tctx))
+				sky_stat_inc(SKY_STAT_SHORT_STEALS);
 			next = 0;
 			break;
 		}
@@ -271,7 +280,8 @@ static __always_inline bool sky1_behind(const struct task_struct *head, s32 fram
  * false if @cpu may idle or keep @prev.
  *
  * @prev, if its slice ran out but it is still runnable, keeps the CPU when
- * no rescued task waits and it is not behind those heads: the kernel asks
+ * no rescued task waits, it did not yield, and its key (live vtime plus
+ * burst term, as the queued tasks' keys) is not behind those heads: the kernel asks
  * dispatch before it queues @prev again, so otherwise a waiting task would
  * always win and vtime (nice) would mean nothing between a CPU's tasks.
  */
@@ -293,9 +303,12 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 	own_head = sky_peek(own);
 	shared_head = sky_peek(shared);
 	if (!rescuing && prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		s64 lag = sky_vlag(sky_vtime_live(prev, sky_task_of(prev), now), own_frame);
+		struct sky_task *ptctx = sky_task_of(prev);
+		s64 lag = sky_vlag(sky_vtime_live(prev, ptctx, now) + sky_burst_term(prev, ptctx),
+				   own_frame);
 
-		if (sky1_behind(own_head, own_frame, lag) && sky1_behind(shared_head, shared_frame, lag))
+		if (!(ptctx && ptctx->yielded) && sky1_behind(own_head, own_frame, lag) &&
+		    sky1_behind(shared_head, shared_frame, lag))
 			return false;
 	}
 	first = own;

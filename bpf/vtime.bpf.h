@@ -22,6 +22,11 @@
  * starved by tasks that never sleep); moving to another queue it keeps no
  * lag ahead, so a task from a CPU of fast vtime is not made to wait.
  *
+ * A queue's key for a task is its vtime plus its burst term (burst.bpf.h:
+ * a short sleeper sorts ahead of a hog); the term rides in dsq_vtime only
+ * while the task is queued (key_extra) and comes off when it starts, so it
+ * never accumulates into the task's vtime.
+ *
  * Slices shrink while tasks wait for the CPU, so that a CPU with many
  * runnable tasks (e.g. all pinned to it) still cycles through them within
  * the wait bound; never below slice_min_ns.
@@ -31,6 +36,7 @@
 
 #include "sky.bpf.h"
 #include "topology.bpf.h"
+#include "burst.bpf.h"
 
 static u64 sky_cpu_vclock[SKY_MAX_CPUS];
 static u64 sky_llc_vclock[SKY_MAX_LLCS];
@@ -60,25 +66,55 @@ static __always_inline s64 sky_vlag(u64 vtime, s32 frame)
 	return (s64)(vtime - *sky_vclock(frame));
 }
 
+/* @p's vtime: what dsq_vtime holds, without the key's burst term. */
+static __always_inline u64 sky_vtime_of(const struct task_struct *p, const struct sky_task *tctx)
+{
+	return p->scx.dsq_vtime - (tctx ? tctx->key_extra : 0);
+}
+
 /*
- * @p's vtime for a place in a queue of @frame: its lag carried over from
- * the queue it was in, bounded as the header comment says. Records the
- * frame; the caller stores the vtime.
+ * @p's lag in a queue of @frame: the lag it has in its own, bounded as the
+ * header comment says.
  */
-static __always_inline u64 sky_vtime_for(const struct task_struct *p, struct sky_task *tctx,
-					 s32 frame)
+static __always_inline s64 sky_lag_in(const struct task_struct *p, const struct sky_task *tctx,
+				      s32 frame)
 {
 	s64 behind = -(s64)sky_cfg.sleeper_credit_ns, lag;
 
-	if (!tctx)
-		return *sky_vclock(frame);
-	lag = sky_vlag(p->scx.dsq_vtime, tctx->vframe);
+	lag = sky_vlag(sky_vtime_of(p, tctx), tctx->vframe);
 	if (lag < behind)
 		lag = behind;
 	if (lag > 0 && tctx->vframe != frame)
 		lag = 0;
+	return lag;
+}
+
+/* @p's vtime measured against @frame's clock from now on. */
+static __always_inline u64 sky_vtime_in(const struct task_struct *p, struct sky_task *tctx,
+					s32 frame)
+{
+	s64 lag;
+
+	if (!tctx)
+		return *sky_vclock(frame);
+	lag = sky_lag_in(p, tctx, frame);
 	tctx->vframe = frame;
 	return *sky_vclock(frame) + lag;
+}
+
+/*
+ * @p's key for a place in a queue of @frame: its vtime there plus its
+ * burst term, which is recorded; the caller stores the key.
+ */
+static __always_inline u64 sky_queue_key(const struct task_struct *p, struct sky_task *tctx,
+					 s32 frame)
+{
+	u64 vtime = sky_vtime_in(p, tctx, frame);
+
+	if (!tctx)
+		return vtime;
+	tctx->key_extra = sky_burst_term(p, tctx);
+	return vtime + tctx->key_extra;
 }
 
 /* Tasks waiting for @cpu: its own queue and its share of its domain's. */
@@ -110,9 +146,12 @@ static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_
 	u64 *clock = sky_vclock(sky_vframe_cpu(cpu)), vtime = p->scx.dsq_vtime, step;
 	u32 llc = sky_llc_of(cpu), size = sky_llc_size(llc);
 
-	if (tctx && tctx->vframe != sky_vframe_cpu(cpu)) {
-		vtime = sky_vtime_for(p, tctx, sky_vframe_cpu(cpu));
-		scx_bpf_task_set_dsq_vtime(p, vtime);
+	if (tctx) {
+		vtime = tctx->vframe == sky_vframe_cpu(cpu) ? sky_vtime_of(p, tctx) :
+							      sky_vtime_in(p, tctx, sky_vframe_cpu(cpu));
+		tctx->key_extra = 0;
+		if (vtime != p->scx.dsq_vtime)
+			scx_bpf_task_set_dsq_vtime(p, vtime);
 	}
 	if ((s64)(vtime - *clock) > 0) {
 		step = vtime - *clock;
@@ -160,8 +199,10 @@ static __always_inline void sky_vtime_enable(struct task_struct *p, struct sky_t
 {
 	s32 frame = sky_vframe_cpu(scx_bpf_task_cpu(p));
 
-	if (tctx)
+	if (tctx) {
 		tctx->vframe = frame;
+		tctx->key_extra = 0;
+	}
 	scx_bpf_task_set_dsq_vtime(p, *sky_vclock(frame));
 }
 

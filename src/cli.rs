@@ -226,6 +226,18 @@ pub struct RunOpts {
     #[arg(long, value_name = "BOOL")]
     pub gangs: Option<bool>,
 
+    /// The latency path (overrides the policy): a task whose runs per
+    /// wakeup stay under this many microseconds is short: it sorts ahead,
+    /// claims an idle CPU near its last and may preempt a batch task.
+    /// 0 turns it off (as sky1-strict).
+    #[arg(long, value_name = "US")]
+    pub latency_burst_us: Option<u64>,
+
+    /// How long a task runs, in microseconds, before a short wakee may
+    /// preempt it (overrides the policy).
+    #[arg(long, value_name = "US")]
+    pub latency_min_run_us: Option<u64>,
+
     /// Gang rule, `FORM[=HINT]` (repeatable): `cgroup:GLOB`, `space:GLOB`,
     /// `comm:GLOB` or `pid:N,N,...` makes a gang of the matching tasks
     /// (each cgroup, each space, all matching processes, those processes);

@@ -398,6 +398,8 @@ fn write_config(cfg: &mut sky_config, k: &Knobs, generation: u64) {
     cfg.patience_ns = k.patience_ns;
     cfg.sleeper_credit_ns = k.sleeper_credit_ns;
     cfg.starve_ns = k.starve_ns;
+    cfg.latency_burst_ns = k.latency_burst_ns;
+    cfg.latency_min_run_ns = k.latency_min_run_ns;
     cfg.generation = generation;
 }
 

@@ -296,6 +296,8 @@ pub fn start_policy(opts: &RunOpts) -> Result<LivePolicy> {
         starve_ms: opts.starve_ms,
         smt_pairing: opts.smt_pairing,
         gangs: opts.gangs,
+        latency_burst_us: opts.latency_burst_us,
+        latency_min_run_us: opts.latency_min_run_us,
         decay_core_us: opts.decay_core_us,
         decay_llc_us: opts.decay_llc_us,
     };

@@ -380,6 +380,8 @@ fn test() -> Result<()> {
         "--test",
         "vm",
         "--test",
+        "latency",
+        "--test",
         "eval",
         "--",
         "--ignored",

@@ -65,6 +65,13 @@ pub struct Policy {
     /// How long a gang thread waits for a CPU at home before another
     /// domain may take it (default: the patience, 4 slices).
     pub gang_spill_us: Option<u64>,
+    /// The latency path: a task whose runs per wakeup stay under this is
+    /// short (sorts ahead, claims idle CPUs near, may preempt); 0 is off.
+    #[serde(default = "default_latency_burst_us")]
+    pub latency_burst_us: u64,
+    /// How long a task runs before a short wakee may preempt it.
+    #[serde(default = "default_latency_min_run_us")]
+    pub latency_min_run_us: u64,
     /// Left out: derived from cache sizes.
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
@@ -88,7 +95,7 @@ fn default_decay() -> DecayRule {
     DecayRule::Pressure
 }
 fn default_slice_min_us() -> u64 {
-    250
+    500
 }
 fn default_wake_sync() -> bool {
     true
@@ -98,6 +105,12 @@ fn default_smt_pairing() -> bool {
 }
 fn default_gangs() -> bool {
     true
+}
+fn default_latency_burst_us() -> u64 {
+    500
+}
+fn default_latency_min_run_us() -> u64 {
+    500
 }
 
 /// Command-line overrides; `None` keeps the policy's value.
@@ -110,6 +123,8 @@ pub struct Overrides {
     pub starve_ms: Option<u64>,
     pub smt_pairing: Option<bool>,
     pub gangs: Option<bool>,
+    pub latency_burst_us: Option<u64>,
+    pub latency_min_run_us: Option<u64>,
     pub decay_core_us: Option<u64>,
     pub decay_llc_us: Option<u64>,
 }
@@ -133,6 +148,8 @@ pub struct Knobs {
     pub gang_spill_ns: u64,
     pub sleeper_credit_ns: u64,
     pub starve_ns: u64,
+    pub latency_burst_ns: u64,
+    pub latency_min_run_ns: u64,
     pub decay_core_ns: u64,
     pub decay_llc_ns: u64,
     pub decay_core_bytes: u64,
@@ -159,6 +176,10 @@ const SLICE_US: (u64, u64) = (100, 100_000);
 const SLICE_MIN_US: (u64, u64) = (50, 100_000);
 const AFFINITY_GRACE_US: (u64, u64) = (0, 100_000);
 const SLEEPER_CREDIT_US: (u64, u64) = (0, 1_000_000);
+/// 0 is off; a burst limit over a slice would call a hog short.
+const LATENCY_BURST_US: (u64, u64) = (0, 100_000);
+/// Below 50 us a hog could be preempted faster than it can do any work.
+const LATENCY_MIN_RUN_US: (u64, u64) = (50, 100_000);
 /// The rescue scans every starve_ms / 8: below 10 ms that is more often
 /// than every 1.25 ms, timer and scan overhead for no gain.
 const STARVE_MS: (u64, u64) = (10, 10_000);
@@ -238,6 +259,20 @@ impl Policy {
             "affinity_grace_us",
             self.affinity_grace_us,
             AFFINITY_GRACE_US,
+        )?;
+        check("latency_burst_us", self.latency_burst_us, LATENCY_BURST_US)?;
+        if self.latency_burst_us > self.slice_us {
+            bail!(
+                "latency_burst_us = {} must not exceed slice_us = {}: a task that runs a \
+                 whole slice per wakeup is not short",
+                self.latency_burst_us,
+                self.slice_us
+            );
+        }
+        check(
+            "latency_min_run_us",
+            self.latency_min_run_us,
+            LATENCY_MIN_RUN_US,
         )?;
         self.check_wait_bound()?;
         self.check_gang_spill()?;
@@ -322,6 +357,8 @@ impl Policy {
         p.starve_ms = over.starve_ms.unwrap_or(p.starve_ms);
         p.smt_pairing = over.smt_pairing.unwrap_or(p.smt_pairing);
         p.gangs = over.gangs.unwrap_or(p.gangs);
+        p.latency_burst_us = over.latency_burst_us.unwrap_or(p.latency_burst_us);
+        p.latency_min_run_us = over.latency_min_run_us.unwrap_or(p.latency_min_run_us);
         p.decay_core_us = over.decay_core_us.or(p.decay_core_us);
         p.decay_llc_us = over.decay_llc_us.or(p.decay_llc_us);
         p.validate().context("command-line override")?;
@@ -358,6 +395,8 @@ impl Policy {
             gang_spill_ns: p.gang_spill_us() * 1000,
             sleeper_credit_ns: p.sleeper_credit_us * 1000,
             starve_ns: p.starve_ms * 1_000_000,
+            latency_burst_ns: p.latency_burst_us * 1000,
+            latency_min_run_ns: p.latency_min_run_us * 1000,
             decay_core_ns,
             decay_llc_ns,
             decay_core_bytes,

@@ -136,13 +136,14 @@ impl Placement {
                 let mut wakes = g.wake_waits_us.clone();
                 format!(
                     "result observer=trace placement group={name} switch_ins={} \
-                     last_cpu_share={} migrations={} wakes={} wake_p50_us={} wake_p99_us={} \
-                     wake_max_us={}",
+                     last_cpu_share={} migrations={} wakes={} wake_p50_us={} wake_p90_us={} \
+                     wake_p99_us={} wake_max_us={}",
                     g.switch_ins,
                     g.last_cpu_share().map_or("-".into(), |s| format!("{s:.4}")),
                     g.migrations,
                     wakes.len(),
                     crate::percentile(&mut wakes, 50.0),
+                    crate::percentile(&mut wakes, 90.0),
                     crate::percentile(&mut wakes, 99.0),
                     wakes.iter().max().copied().unwrap_or(0),
                 )

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * latency.bpf.h - the latency path beside SKY-1: a short task (burst.bpf.h)
+ * that wakes runs at once, where its data is nearest.
+ *
+ * - Idle CPU near: its previous CPU if idle, else that CPU's SMT sibling,
+ *   else any idle CPU of its cache domain, without the affinity grace or
+ *   the load test a warm task waits for: a short task's footprint is
+ *   small, and what it costs to move is less than a wait behind a hog.
+ * - Preemption when no CPU near is idle: it goes into a victim CPU's local
+ *   queue with SCX_ENQ_PREEMPT, which reschedules that CPU at once (an
+ *   IPI, not a tick). A victim runs a batch task (not short, not a
+ *   per-CPU kthread) that has run latency_min_run_ns, on a CPU not
+ *   preempted for latency within that time; never a task beside its SMT
+ *   mate, nor a memory-bound gang's thread at home; and only a task whose
+ *   key the wakee's is ahead of, so preemption never buys a task more than
+ *   its share (a task that runs just under the burst limit and sleeps
+ *   10 us catches up with the hogs' vtime and stops preempting them). The
+ *   previous CPU is tried first, then its domain. The victim resumes on
+ *   its own CPU next, behind the wakee.
+ * - Synchronous wakeups stack on the waker's CPU only if the waker sleeps
+ *   right after them (a pipe round trip), as measured per waker
+ *   (sync_trust): a waker that spins or runs on (a shared-space member
+ *   yielding in a loop) would keep the wakee waiting behind it. A short
+ *   wakee of a waker sure to sleep stacks even over tasks waiting there,
+ *   straight into the local queue; docs/design.md has the alternatives
+ *   measured, all slower.
+ * - Yield: a yielding task gives its CPU to the next queued task
+ *   (main.bpf.c's dispatch reads tctx->yielded).
+ */
+#ifndef __SKY_LATENCY_BPF_H
+#define __SKY_LATENCY_BPF_H
+
+#include "sky.bpf.h"
+#include "stats.bpf.h"
+#include "topology.bpf.h"
+#include "burst.bpf.h"
+#include "vtime.bpf.h"
+#include "smt.bpf.h"
+#include "gang.bpf.h"
+
+/* sync_trust: sleeps after a synchronous wakeup count up, runs on count down. */
+enum sky_sync_trust {
+	SKY_SYNC_TRUST_MAX	= 8,
+	/* Where a new task starts: stacks when nothing waits. */
+	SKY_SYNC_TRUST_START	= 4,
+	/* A waker stacks its wakee only from here... */
+	SKY_SYNC_TRUST_STACK	= 3,
+	/* ...and a short wakee over waiting tasks only from here. */
+	SKY_SYNC_TRUST_SURE	= 6,
+};
+
+/* What each CPU runs, for choosing a task to preempt. */
+struct sky_cpu_run {
+	/* When the running task started; 0 if it may not be preempted. */
+	u64 started_ns;
+	/* Its vtime when it started, in the CPU's frame, and its weight. */
+	u64 vtime;
+	u32 weight;
+	/* Its process (for its gang) and thread ID. */
+	u32 tgid;
+	u32 pid;
+	/* The thread preempted for latency here, which resumes here next. */
+	u32 victim_pid;
+	/* The last latency preemption here. */
+	u64 preempted_ns;
+};
+
+static struct sky_cpu_run sky_cpu_runs[SKY_MAX_CPUS];
+
+static __always_inline struct sky_cpu_run *sky_run_of(s32 cpu)
+{
+	return &sky_cpu_runs[sky_cpu_idx(cpu)];
+}
+
+/* @p starts on @cpu: may a short wakee preempt it, and from when? */
+static __always_inline void sky_lat_started(struct task_struct *p, struct sky_task *tctx, s32 cpu,
+					    u64 now)
+{
+	struct sky_cpu_run *r = sky_run_of(cpu);
+	bool batch = tctx && !tctx->short_task && !((p->flags & PF_KTHREAD) &&
+						       p->nr_cpus_allowed == 1);
+
+	if (tctx)
+		tctx->yielded = 0;
+	/*
+	 * The victim runs again; or it slept instead of coming back, and
+	 * leaves no claim behind.
+	 */
+	r->victim_pid = 0;
+	if (!sky_lat_on())
+		return;
+	r->started_ns = batch ? now : 0;
+	r->vtime = p->scx.dsq_vtime;
+	r->weight = p->scx.weight ?: 1;
+	r->tgid = p->tgid;
+	r->pid = p->pid;
+}
+
+/* @cpu's task stopped: nothing there to preempt until the next starts. */
+static __always_inline void sky_lat_stopped(s32 cpu)
+{
+	sky_run_of(cpu)->started_ns = 0;
+}
+
+/* Is @tgid's process a memory-bound gang's, at home in @cpu's domain? */
+static __always_inline bool sky_gang_at_home(u32 tgid, s32 cpu)
+{
+	struct sky_gang_home *h;
+	u64 *gang, key = tgid;
+
+	if (!sky_cfg.gangs)
+		return false;
+	gang = bpf_map_lookup_elem(&sky_proc_gang, &tgid);
+	if (gang)
+		key = *gang;
+	h = bpf_map_lookup_elem(&sky_gang_homes, &key);
+	return h && h->llc == sky_llc_of(cpu);
+}
+
+/*
+ * May a wakee of vtime @vtime (in frame @vframe, @extra its burst term)
+ * preempt what @cpu runs at @now? Claims the CPU if so.
+ */
+static __always_inline bool sky_lat_take_victim(s32 cpu, u64 vtime, s32 vframe, u64 extra,
+						u64 now)
+{
+	struct sky_cpu_run *r = sky_run_of(cpu);
+	u64 started = r->started_ns, last = r->preempted_ns, min_run = sky_cfg.latency_min_run_ns;
+	s64 behind = -(s64)sky_cfg.sleeper_credit_ns, lag, victim_lag;
+	u8 kind;
+
+	if (!started || now < started + min_run || now < last + min_run || !sky_cpu_is_online(cpu))
+		return false;
+	/* Its key against the victim's vtime as it runs, both in @cpu's frame. */
+	lag = sky_vlag(vtime, vframe);
+	if (lag < behind)
+		lag = behind;
+	if (lag > 0 && vframe != cpu)
+		lag = 0;
+	victim_lag = sky_vlag(r->vtime + (now - started) * 100 / r->weight, cpu);
+	if (lag + (s64)extra >= victim_lag)
+		return false;
+	kind = sky_cpu_kind[sky_cpu_idx(cpu)];
+	if (sky_smt_pairing() && sky_smt_pairs(kind) && sky_smt_fit(cpu, kind) == 2)
+		return false;
+	if (sky_gang_at_home(r->tgid, cpu))
+		return false;
+	if (__sync_val_compare_and_swap(&r->preempted_ns, last, now) != last)
+		return false;
+	r->victim_pid = r->pid;
+	return true;
+}
+
+/*
+ * A CPU to preempt for a short wakee last on @prev: @prev, else one of its
+ * domain; -1 if none may be. Global: its loop is verified once.
+ */
+__noinline s32 sky_lat_victim(s32 prev, u64 vtime, s32 vframe, u64 extra, u64 now)
+{
+	u32 llc = sky_llc_of(prev), i;
+	s32 cpu;
+
+	if (sky_lat_take_victim(prev, vtime, vframe, extra, now))
+		return prev;
+	bpf_for(i, 0, SKY_MAX_CPUS) {
+		cpu = sky_llc_cpu(llc, i);
+		if (cpu < 0)
+			break;
+		if (cpu != prev && sky_lat_take_victim(cpu, vtime, vframe, extra, now))
+			return cpu;
+	}
+	return -1;
+}
+
+/*
+ * An idle CPU for short @p near @prev, claimed: @prev's SMT sibling (which
+ * shares its core's caches), else one of @prev's domain; -1 if none. The
+ * caller has tried @prev itself.
+ */
+static __always_inline s32 sky_lat_idle_near(struct task_struct *p, s32 prev)
+{
+	const struct cpumask *domain = sky_llc_cpus(sky_llc_of(prev));
+	s32 sib = cpu_sibling[sky_cpu_idx(prev)];
+
+	if (sib >= 0 && sky_cpu_usable(p, sib) && scx_bpf_test_and_clear_cpu_idle(sib))
+		return sib;
+	return domain ? scx_bpf_pick_idle_cpu(domain, 0) : -1;
+}
+
+/*
+ * Wakeup placement for a short task whose previous CPU is busy: an idle
+ * CPU near it. Returns it (claimed) or -1.
+ */
+static __always_inline s32 sky_lat_select(struct task_struct *p, struct sky_task *tctx, s32 prev)
+{
+	s32 cpu;
+
+	if (!sky_is_short(tctx) || !sky_task_is_free(p))
+		return -1;
+	cpu = sky_lat_idle_near(p, prev);
+	if (cpu >= 0)
+		sky_stat_inc(SKY_STAT_LAT_IDLE_CLAIMS);
+	return cpu;
+}
+
+/*
+ * Queues a short task woken with no CPU near idle by preempting a victim
+ * (see the header comment). False if it is not short or none may be
+ * preempted: SKY-1 queues it, its key ahead of the hogs'.
+ */
+static __always_inline bool sky_lat_enqueue(struct task_struct *p, struct sky_task *tctx, s32 cpu,
+					    u64 enq_flags, u64 now)
+{
+	s32 victim;
+
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || !sky_is_short(tctx) || !sky_task_is_free(p) ||
+	    !sky_cpu_usable(p, cpu))
+		return false;
+	victim = sky_lat_idle_near(p, cpu);
+	if (victim >= 0) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | victim, sky_cfg.slice_ns, enq_flags);
+		scx_bpf_kick_cpu(victim, SCX_KICK_IDLE);
+		sky_stat_inc(SKY_STAT_LAT_IDLE_CLAIMS);
+		return true;
+	}
+	victim = sky_lat_victim(cpu, sky_vtime_of(p, tctx), tctx->vframe, sky_burst_term(p, tctx),
+				now);
+	if (victim < 0)
+		return false;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | victim, sky_cfg.slice_ns,
+			   enq_flags | SCX_ENQ_PREEMPT);
+	sky_stat_inc(SKY_STAT_LAT_PREEMPTS);
+	return true;
+}
+
+/*
+ * @p, back in enqueue, was preempted for latency on @cpu: it resumes
+ * there next, behind the wakee in that CPU's local queue.
+ */
+static __always_inline bool sky_lat_resume(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	struct sky_cpu_run *r = sky_run_of(cpu);
+
+	if (!r->victim_pid || r->victim_pid != p->pid)
+		return false;
+	r->victim_pid = 0;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, sky_slice_for(cpu), enq_flags);
+	return true;
+}
+
+/* The running task woke a task synchronously: is it about to sleep? */
+static __always_inline void sky_lat_sync_woke(u64 now)
+{
+	struct sky_task *waker = sky_task_of(bpf_get_current_task_btf());
+
+	if (waker)
+		waker->sync_woke_at_ns = now;
+}
+
+/*
+ * @tctx's task stops (@slept: to sleep): a synchronous wakeup it made
+ * counts for its trust if it slept within half a short burst of it, and
+ * against it if it ran on.
+ */
+static __always_inline void sky_lat_sync_settle(struct sky_task *tctx, bool slept, u64 now)
+{
+	u64 woke = tctx->sync_woke_at_ns;
+
+	if (!woke)
+		return;
+	tctx->sync_woke_at_ns = 0;
+	if (slept && now - woke <= sky_cfg.latency_burst_ns / 2) {
+		if (tctx->sync_trust < SKY_SYNC_TRUST_MAX)
+			tctx->sync_trust++;
+	} else if (tctx->sync_trust) {
+		tctx->sync_trust--;
+	}
+}
+
+/*
+ * May a synchronous wakeup of @wakee stack on the waker's CPU @cpu? With
+ * the latency path off, when nothing waits there (SKY-1 as before). Else
+ * only for a waker that sleeps right after its synchronous wakeups, and
+ * over tasks waiting there only for a short wakee of a waker sure to
+ * sleep.
+ */
+static __always_inline bool sky_lat_may_stack(const struct sky_task *wakee, s32 cpu)
+{
+	bool waiting = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0 ||
+		       scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0;
+	struct sky_task *waker;
+
+	if (!sky_lat_on())
+		return !waiting;
+	waker = sky_task_of(bpf_get_current_task_btf());
+	if (!waker)
+		return !waiting;
+	if (waker->sync_trust < SKY_SYNC_TRUST_STACK) {
+		sky_stat_inc(SKY_STAT_SYNC_REFUSED);
+		return false;
+	}
+	if (!waiting)
+		return true;
+	if (!sky_is_short(wakee) || waker->sync_trust < SKY_SYNC_TRUST_SURE)
+		return false;
+	sky_stat_inc(SKY_STAT_SYNC_STACKS);
+	return true;
+}
+
+/* Did @p yield since it last started? */
+static __always_inline bool sky_lat_yielded(const struct task_struct *p)
+{
+	struct sky_task *tctx = sky_task_of(p);
+
+	return tctx && tctx->yielded;
+}
+
+/* ops.yield without a target: give the CPU to a queued task. */
+static __always_inline void sky_lat_yield(struct task_struct *p)
+{
+	struct sky_task *tctx = sky_task_of(p);
+
+	if (tctx)
+		tctx->yielded = 1;
+	scx_bpf_task_set_slice(p, 0);
+}
+
+#endif /* __SKY_LATENCY_BPF_H */

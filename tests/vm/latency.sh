@@ -1,0 +1,48 @@
+# Short wakees beside hogs, as the tracepoint observer sees them, for each
+# scheduler of ${2:-"eevdf sky sky-nolat"} in one boot: a hog on every CPU
+# (started first, `lat-hog`) and two ping-pong pairs bouncing a byte over
+# pipes (`lat-ping`), the pairs started anew as new processes ${1:-3}
+# times, 2 s each, so every round trip wakes a task onto a busy machine.
+# `sky` runs the sky1 policy; `sky-nolat` the same with the latency path
+# off (--latency-burst-us 0): the ablation, in the same boot. The observer
+# prints the ping-pong group's wake p99 (`result observer=trace placement
+# group=lat-ping ...`); the hogs print their work (`workload=burn`).
+. ./lib.sh
+rounds=${1:-3}
+
+named_work /tmp/lat-bin lat-hog lat-ping
+
+lat_run() {
+	start_trace || return 1
+	/tmp/lat-bin/lat-hog burn --threads "$(nproc)" --seconds $((rounds * 2 + 3)) >/tmp/hog.out &
+	hog=$!
+	sleep 0.5
+	i=0
+	while [ "$i" -lt "$rounds" ]; do
+		/tmp/lat-bin/lat-ping pingpong --pairs 2 --seconds 2
+		i=$((i + 1))
+	done
+	wait "$hog"
+	cat /tmp/hog.out
+	stop_trace
+}
+
+for sched in ${2:-eevdf sky sky-nolat}; do
+	echo "run scheduler=$sched"
+	case "$sched" in
+	eevdf)
+		lat_run
+		continue
+		;;
+	sky)
+		start_sky --stats-interval 0 || exit 1
+		;;
+	sky-nolat)
+		start_sky --stats-interval 0 --latency-burst-us 0 || exit 1
+		;;
+	esac
+	lat_run
+	echo "check state_after_$sched=$(state)"
+	stop_sky
+done
+report_dmesg
