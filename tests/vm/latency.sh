@@ -1,12 +1,13 @@
-# Short wakees beside hogs, as the tracepoint observer sees them, for each
-# scheduler of ${2:-"eevdf sky sky-nolat"} in one boot: a hog on every CPU
+# Short wakees beside hogs, as the tracepoint observer sees them, under
+# EEVDF, `sky` and `sky-nolat` in turn in one boot: a hog on every CPU
 # (started first, `lat-hog`) and two ping-pong pairs bouncing a byte over
 # pipes (`lat-ping`), the pairs started anew as new processes ${1:-3}
 # times, 2 s each, so every round trip wakes a task onto a busy machine.
 # `sky` runs the sky1 policy; `sky-nolat` the same with the latency path
 # off (--latency-burst-us 0): the ablation, in the same boot. The observer
-# prints the ping-pong group's wake p99 (`result observer=trace placement
-# group=lat-ping ...`); the hogs print their work (`workload=burn`).
+# prints the ping-pong tasks' wake p99 (`result observer=trace placement
+# group=pingpong ...`: each side names itself); the hogs print their work
+# (`workload=burn`).
 . ./lib.sh
 rounds=${1:-3}
 
@@ -27,20 +28,14 @@ lat_run() {
 	stop_trace
 }
 
-for sched in ${2:-eevdf sky sky-nolat}; do
+echo "run scheduler=eevdf"
+lat_run
+for sched in sky sky-nolat; do
 	echo "run scheduler=$sched"
-	case "$sched" in
-	eevdf)
-		lat_run
-		continue
-		;;
-	sky)
-		start_sky --stats-interval 0 || exit 1
-		;;
-	sky-nolat)
-		start_sky --stats-interval 0 --latency-burst-us 0 || exit 1
-		;;
-	esac
+	off=
+	[ "$sched" = sky-nolat ] && off="--latency-burst-us 0"
+	# shellcheck disable=SC2086
+	start_sky --stats-interval 0 $off || exit 1
 	lat_run
 	echo "check state_after_$sched=$(state)"
 	stop_sky
