@@ -14,10 +14,10 @@
  *   preempted for latency within that time; never a task beside its SMT
  *   mate, nor a memory-bound gang's thread at home; and only a task whose
  *   key the wakee's is ahead of, so preemption never buys a task more than
- *   its share (a task that runs just under the burst limit and sleeps
- *   10 us catches up with the hogs' vtime and stops preempting them). The
- *   previous CPU is tried first, then its domain. The victim resumes on
- *   its own CPU next, behind the wakee.
+ *   its share (and a task that runs just under the burst limit and sleeps
+ *   10 us is not short at all: burst.bpf.h). The previous CPU is tried
+ *   first, then its domain. The victim resumes on its own CPU next, behind
+ *   the wakee.
  * - Synchronous wakeups stack on the waker's CPU only if the waker sleeps
  *   right after them (a pipe round trip), as measured per waker
  *   (sync_trust): a waker that spins or runs on (a shared-space member
@@ -26,7 +26,7 @@
  *   straight into the local queue; docs/design.md has the alternatives
  *   measured, all slower.
  * - Yield: a yielding task gives its CPU to the next queued task
- *   (main.bpf.c's dispatch reads tctx->yielded).
+ *   (sky1_dispatch reads tctx->yielded).
  */
 #ifndef __SKY_LATENCY_BPF_H
 #define __SKY_LATENCY_BPF_H
