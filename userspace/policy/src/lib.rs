@@ -95,7 +95,7 @@ fn default_decay() -> DecayRule {
     DecayRule::Pressure
 }
 fn default_slice_min_us() -> u64 {
-    500
+    250
 }
 fn default_wake_sync() -> bool {
     true

@@ -443,3 +443,54 @@ fn policy_names_are_one_plain_word() {
         assert_eq!(Policy::parse(&named(good), "p.toml").unwrap().name, good);
     }
 }
+
+#[test]
+fn left_out_knobs_take_their_documented_defaults() {
+    // sky1 without the knobs that have defaults: what a user's older
+    // policy file gets.
+    let text: String = PRESETS[0]
+        .1
+        .lines()
+        .filter(|l| {
+            !["slice_min_us", "latency_burst_us", "latency_min_run_us"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = Policy::parse(&text, "older.toml").unwrap();
+    assert_eq!(p.slice_min_us, 250);
+    assert_eq!((p.latency_burst_us, p.latency_min_run_us), (500, 500));
+}
+
+#[test]
+fn latency_knobs_resolve_and_bad_ones_are_named() {
+    let sky1 = Policy::load("sky1").unwrap();
+    let k = sky1.resolve(&Overrides::default(), &derived()).unwrap();
+    assert_eq!(
+        (k.latency_burst_ns, k.latency_min_run_ns),
+        (500_000, 500_000)
+    );
+    for off in ["sky1-strict", "vtime"] {
+        assert_eq!(Policy::load(off).unwrap().latency_burst_us, 0, "{off}");
+    }
+    let off = Overrides {
+        latency_burst_us: Some(0),
+        ..Default::default()
+    };
+    assert_eq!(sky1.resolve(&off, &derived()).unwrap().latency_burst_ns, 0);
+    let bad = |over: Overrides| format!("{:#}", sky1.resolve(&over, &derived()).unwrap_err());
+    let e = bad(Overrides {
+        latency_burst_us: Some(5001),
+        ..Default::default()
+    });
+    assert!(
+        e.contains("latency_burst_us = 5001") && e.contains("slice_us"),
+        "{e}"
+    );
+    let e = bad(Overrides {
+        latency_min_run_us: Some(49),
+        ..Default::default()
+    });
+    assert!(e.contains("latency_min_run_us = 49"), "{e}");
+}
