@@ -67,12 +67,33 @@ s32 sky_llc_gangs[SKY_MAX_LLCS];
 /* Homed threads waiting in each domain's queue for their home. */
 s32 sky_llc_gang_waiting[SKY_MAX_LLCS];
 
-static __always_inline u64 sky_gang_key(const struct task_struct *p)
+/* The gang key of process @tgid. */
+static __always_inline u64 sky_gang_key_of(u32 tgid)
 {
-	u32 tgid = p->tgid;
 	u64 *gang = bpf_map_lookup_elem(&sky_proc_gang, &tgid);
 
 	return gang ? *gang : (u64)tgid;
+}
+
+static __always_inline u64 sky_gang_key(const struct task_struct *p)
+{
+	return sky_gang_key_of(p->tgid);
+}
+
+/*
+ * Does process @tgid belong to a memory-bound gang homed in @cpu's domain?
+ * (For a CPU's running task, known by its process ID only.)
+ */
+static __always_inline bool sky_gang_at_home(u32 tgid, s32 cpu)
+{
+	struct sky_gang_home *h;
+	u64 key;
+
+	if (!sky_cfg.gangs)
+		return false;
+	key = sky_gang_key_of(tgid);
+	h = bpf_map_lookup_elem(&sky_gang_homes, &key);
+	return h && h->llc == sky_llc_of(cpu);
 }
 
 /*

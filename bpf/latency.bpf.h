@@ -103,21 +103,6 @@ static __always_inline void sky_lat_stopped(s32 cpu)
 	sky_run_of(cpu)->started_ns = 0;
 }
 
-/* Is @tgid's process a memory-bound gang's, at home in @cpu's domain? */
-static __always_inline bool sky_gang_at_home(u32 tgid, s32 cpu)
-{
-	struct sky_gang_home *h;
-	u64 *gang, key = tgid;
-
-	if (!sky_cfg.gangs)
-		return false;
-	gang = bpf_map_lookup_elem(&sky_proc_gang, &tgid);
-	if (gang)
-		key = *gang;
-	h = bpf_map_lookup_elem(&sky_gang_homes, &key);
-	return h && h->llc == sky_llc_of(cpu);
-}
-
 /*
  * May a wakee of vtime @vtime (in frame @vframe, @extra its burst term)
  * preempt what @cpu runs at @now? Claims the CPU if so.
@@ -127,17 +112,13 @@ static __always_inline bool sky_lat_take_victim(s32 cpu, u64 vtime, s32 vframe, 
 {
 	struct sky_cpu_run *r = sky_run_of(cpu);
 	u64 started = r->started_ns, last = r->preempted_ns, min_run = sky_cfg.latency_min_run_ns;
-	s64 behind = -(s64)sky_cfg.sleeper_credit_ns, lag, victim_lag;
+	s64 lag, victim_lag;
 	u8 kind;
 
 	if (!started || now < started + min_run || now < last + min_run || !sky_cpu_is_online(cpu))
 		return false;
 	/* Its key against the victim's vtime as it runs, both in @cpu's frame. */
-	lag = sky_vlag(vtime, vframe);
-	if (lag < behind)
-		lag = behind;
-	if (lag > 0 && vframe != cpu)
-		lag = 0;
+	lag = sky_lag_carried(sky_vlag(vtime, vframe), vframe, sky_vframe_cpu(cpu));
 	victim_lag = sky_vlag(r->vtime + (now - started) * 100 / r->weight, cpu);
 	if (lag + (s64)extra >= victim_lag)
 		return false;
@@ -249,13 +230,17 @@ static __always_inline bool sky_lat_resume(struct task_struct *p, s32 cpu, u64 e
 	return true;
 }
 
-/* The running task woke a task synchronously: is it about to sleep? */
-static __always_inline void sky_lat_sync_woke(u64 now)
+/*
+ * The running task woke a task synchronously: is it about to sleep? Returns
+ * its state (NULL if none), for sky_lat_may_stack.
+ */
+static __always_inline struct sky_task *sky_lat_sync_woke(u64 now)
 {
 	struct sky_task *waker = sky_task_of(bpf_get_current_task_btf());
 
 	if (waker)
 		waker->sync_woke_at_ns = now;
+	return waker;
 }
 
 /*
@@ -283,18 +268,15 @@ static __always_inline void sky_lat_sync_settle(struct sky_task *tctx, bool slep
  * the latency path off, when nothing waits there (SKY-1 as before). Else
  * only for a waker that sleeps right after its synchronous wakeups, and
  * over tasks waiting there only for a short wakee of a waker sure to
- * sleep.
+ * sleep. @waker is what sky_lat_sync_woke returned.
  */
-static __always_inline bool sky_lat_may_stack(const struct sky_task *wakee, s32 cpu)
+static __always_inline bool sky_lat_may_stack(const struct sky_task *wakee,
+					      const struct sky_task *waker, s32 cpu)
 {
 	bool waiting = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0 ||
 		       scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0;
-	struct sky_task *waker;
 
-	if (!sky_lat_on())
-		return !waiting;
-	waker = sky_task_of(bpf_get_current_task_btf());
-	if (!waker)
+	if (!sky_lat_on() || !waker)
 		return !waiting;
 	if (waker->sync_trust < SKY_SYNC_TRUST_STACK) {
 		sky_stat_inc(SKY_STAT_SYNC_REFUSED);

@@ -34,18 +34,18 @@ UEI_DEFINE(uei);
 s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	SKY_CFG_PIN();
-	struct sky_task *tctx;
+	struct sky_task *tctx, *waker = NULL;
 	bool direct = false;
 	s32 cpu;
 
 	if ((wake_flags & SCX_WAKE_SYNC) && sky_lat_on())
-		sky_lat_sync_woke(scx_bpf_now());
+		waker = sky_lat_sync_woke(scx_bpf_now());
 	if ((cpu = sky_smt_place(p, prev_cpu)) >= 0)
 		direct = true;
 	else if ((cpu = sky_gang_select(p, prev_cpu, &direct)) >= 0)
 		;
 	else if (sky_cfg.affinity && sky_task_is_free(p))
-		cpu = sky1_select_cpu(p, prev_cpu, wake_flags, &direct);
+		cpu = sky1_select_cpu(p, prev_cpu, wake_flags, waker, &direct);
 	else if (__COMPAT_HAS_scx_bpf_select_cpu_and)
 		direct = (cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0)) >= 0;
 	else

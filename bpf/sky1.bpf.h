@@ -44,21 +44,23 @@
  * waker sleeps right after its synchronous wakeups), else -1.
  */
 static __always_inline s32 sky1_sync_target(const struct task_struct *p,
-					     const struct sky_task *tctx, u64 wake_flags)
+					     const struct sky_task *tctx,
+					     const struct sky_task *waker, u64 wake_flags)
 {
 	s32 cpu = bpf_get_smp_processor_id();
 
 	if (!sky_cfg.wake_sync || !(wake_flags & SCX_WAKE_SYNC) || !sky_cpu_usable(p, cpu))
 		return -1;
-	return sky_lat_may_stack(tctx, cpu) ? cpu : -1;
+	return sky_lat_may_stack(tctx, waker, cpu) ? cpu : -1;
 }
 
 /*
  * Wakeup placement. Returns the CPU to run on and sets *direct when the
- * task goes straight to that CPU's local queue.
+ * task goes straight to that CPU's local queue. @waker: the waker's state
+ * from sky_lat_sync_woke (NULL if not a synchronous wakeup).
  */
 static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
-					   bool *direct)
+					   const struct sky_task *waker, bool *direct)
 {
 	struct sky_task *tctx = sky_task_of(p);
 	enum sky_decay decay;
@@ -68,7 +70,7 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 	if (!tctx)
 		return prev_cpu;
 	tctx->cold = 0;
-	cpu = sky1_sync_target(p, tctx, wake_flags);
+	cpu = sky1_sync_target(p, tctx, waker, wake_flags);
 	if (cpu >= 0) {
 		*direct = true;
 		sky_stat_inc(SKY_STAT_SYNC_HANDOFFS);
@@ -281,9 +283,10 @@ static __always_inline bool sky1_behind(const struct task_struct *head, s32 fram
  *
  * @prev, if its slice ran out but it is still runnable, keeps the CPU when
  * no rescued task waits, it did not yield, and its key (live vtime plus
- * burst term, as the queued tasks' keys) is not behind those heads: the kernel asks
- * dispatch before it queues @prev again, so otherwise a waiting task would
- * always win and vtime (nice) would mean nothing between a CPU's tasks.
+ * burst term, as the queued tasks' keys) is not behind those heads: the
+ * kernel asks dispatch before it queues @prev again, so otherwise a
+ * waiting task would always win and vtime (nice) would mean nothing
+ * between a CPU's tasks.
  */
 static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 {

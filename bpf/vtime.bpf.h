@@ -73,20 +73,25 @@ static __always_inline u64 sky_vtime_of(const struct task_struct *p, const struc
 }
 
 /*
- * @p's lag in a queue of @frame: the lag it has in its own, bounded as the
- * header comment says.
+ * A lag measured against queue @from's clock, as it counts in a queue of
+ * @to: bounded as the header comment says.
  */
+static __always_inline s64 sky_lag_carried(s64 lag, s32 from, s32 to)
+{
+	s64 behind = -(s64)sky_cfg.sleeper_credit_ns;
+
+	if (lag < behind)
+		lag = behind;
+	if (lag > 0 && from != to)
+		lag = 0;
+	return lag;
+}
+
+/* @p's lag in a queue of @frame: the lag it has in its own, carried over. */
 static __always_inline s64 sky_lag_in(const struct task_struct *p, const struct sky_task *tctx,
 				      s32 frame)
 {
-	s64 behind = -(s64)sky_cfg.sleeper_credit_ns, lag;
-
-	lag = sky_vlag(sky_vtime_of(p, tctx), tctx->vframe);
-	if (lag < behind)
-		lag = behind;
-	if (lag > 0 && tctx->vframe != frame)
-		lag = 0;
-	return lag;
+	return sky_lag_carried(sky_vlag(sky_vtime_of(p, tctx), tctx->vframe), tctx->vframe, frame);
 }
 
 /* @p's vtime measured against @frame's clock from now on. */
