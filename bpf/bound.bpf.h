@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * bound.bpf.h - the wait bound: no runnable task waits much past
- * starve_ns, whatever affinity, grace, pinning or hotplug do.
+ * starve_ns (more only when more tasks are runnable than starve_ns can
+ * serve: sky_bound_ns), whatever affinity, grace, pinning or hotplug do.
  *
  * One BPF timer does two jobs, and runs only while some task is queued:
  *
- * - Starvation rescue. Every rescue period (starve_ns / 8) it scans every
- *   task of every queue (queues are in vtime order, so the longest wait
- *   may be anywhere in one) and moves each task that has waited starve_ns minus two periods to the
- *   rescue queue, which every CPU serves before anything else, and kicks a
- *   CPU that may run it: an idle one if any, else one it may use, whose
- *   current task is preempted. So a task runs by starve_ns, give or take
- *   the kernel's scheduling latency.
+ * - Starvation rescue. Every rescue period (an eighth of the bound) it
+ *   scans every task of every queue (queues are in vtime order, so the
+ *   longest wait may be anywhere in one) and moves each task that has
+ *   waited the bound minus two periods to the rescue queue, which every
+ *   CPU serves before anything else, and kicks a CPU that may run it: an
+ *   idle one if any, else one it may use, whose current task is
+ *   preempted. So a task runs by the bound, give or take the kernel's
+ *   scheduling latency.
  *
  * - Grace alarms. When an idle CPU leaves a warm task for its own CPU
  *   (grace.bpf.h), the alarm fires when the grace runs out and wakes an
@@ -57,21 +59,55 @@ struct {
  */
 static u64 sky_bound_due;
 
+/*
+ * The bound in force: starve_ns, unless more tasks are runnable than it
+ * serves. Then waits cannot all stay under it however tasks are ordered,
+ * and a bound held anyway turns every task into a rescue, so the rescue
+ * queue becomes the scheduler (FIFO, a preempting kick per task, no
+ * affinity). Instead the bound grows to twice a round: the time all
+ * runnable tasks take to run once each on the CPUs online, runnable x the
+ * time a CPU spends per task / CPUs. That time is a minimum slice at
+ * least, or what the CPUs measure (sky_cpu_starts, load.bpf.h: under TCG
+ * a switch alone can take longer than slice_min_ns). Twice, because the queues
+ * are not equally long. At most bound_max_ns. The queues serve the tasks
+ * in vtime order with slices shrunk to slice_min_ns (vtime.bpf.h):
+ * round-robin within each queue, last-CPU affinity kept. Followed by
+ * every scan (sky_bound_follow, below).
+ */
+static u64 sky_bound_load_ns;
+/* Starts in all at the scan before the last (load.bpf.h counts them). */
+static u64 sky_starts_seen;
+/* The time a CPU spent per task started, averaged over scans. */
+static u64 sky_per_start_ns;
+
+/*
+ * The most the bound grows to: a third of the kernel's watchdog timeout, at
+ * most 1 s. Set by the daemon from the timeout it gives the kernel.
+ */
+const volatile u64 bound_max_ns = 1000000000ULL;
+
+static __always_inline u64 sky_bound_ns(void)
+{
+	u64 load = sky_bound_load_ns;
+
+	return load > sky_cfg.starve_ns ? load : sky_cfg.starve_ns;
+}
+
 static __always_inline u64 sky_rescue_period_ns(void)
 {
-	return sky_cfg.starve_ns / 8 ?: 1;
+	return sky_bound_ns() / 8 ?: 1;
 }
 
 /*
  * A task that has waited this long is rescued at the next scan: two
- * periods before starve_ns, so that a scan a period late (timers fire late
+ * periods before the bound, so that a scan a period late (timers fire late
  * on a busy machine) and a kicked CPU slow to answer still run it by
- * starve_ns. The policy loader checks affinity lets go before this
+ * the bound. The policy loader checks affinity lets go before this
  * (RESCUE_AFTER_EIGHTHS in userspace/policy).
  */
 static __always_inline u64 sky_rescue_after_ns(void)
 {
-	return sky_cfg.starve_ns - 2 * sky_rescue_period_ns();
+	return sky_bound_ns() - 2 * sky_rescue_period_ns();
 }
 
 /*
@@ -90,9 +126,10 @@ static __always_inline void sky_bound_leave_to_others(void)
  * Makes sure the alarm fires within @delay_ns; an earlier one stands,
  * unless it is a whole period overdue (late, as a 6 ms timer often is
  * under TCG, or lost: see the watch below): then it is started again, to
- * fire at once.
+ * fire at once. Global: verified once, not in each caller (dispatch is
+ * near the verifier's limit).
  */
-static __always_inline void sky_bound_arm(u64 now, u64 delay_ns)
+__noinline int sky_bound_arm(u64 now, u64 delay_ns)
 {
 	struct sky_bound_timer *t;
 	u64 due = now + delay_ns, pending = sky_bound_due;
@@ -100,11 +137,11 @@ static __always_inline void sky_bound_arm(u64 now, u64 delay_ns)
 
 	if (sky_cpu_here_leaving()) {
 		sky_bound_leave_to_others();
-		return;
+		return 0;
 	}
 	if (pending && pending <= due) {
 		if (now < pending + sky_rescue_period_ns())
-			return;
+			return 0;
 		/* A period overdue: lost or late; it fires now. */
 		if (pending != 1)
 			sky_stat_inc(SKY_STAT_ALARM_RESTARTS);
@@ -115,6 +152,7 @@ static __always_inline void sky_bound_arm(u64 now, u64 delay_ns)
 	t = bpf_map_lookup_elem(&sky_bound_timer, &alarm);
 	if (!t || bpf_timer_start(&t->timer, delay_ns ?: 1, 0))
 		sky_bound_due = 0;
+	return 0;
 }
 
 /* The scan must run within a period whenever something is queued. */
@@ -163,9 +201,9 @@ static __always_inline bool sky_wake_taker(struct bpf_iter_scx_dsq *it, struct t
 
 /*
  * Rescues every task among the first @max of @dsq that has waited
- * starve_ns minus a period. Returns the nanoseconds until the next one
+ * the bound minus two periods. Returns the nanoseconds until the next one
  * would need it. Run over the rescue queue itself, it kicks a CPU again
- * for each task still there at starve_ns (the CPU first kicked may have
+ * for each task still there at the bound (the CPU first kicked may have
  * gone offline or been taken by a higher scheduling class). Global:
  * verified once. The count lives in a bpf_for loop,
  * whose index the verifier does not track value by value; a counter
@@ -200,7 +238,7 @@ __noinline u64 sky_rescue_scan(u64 dsq, u64 now, u32 max)
 			continue;
 		}
 		if (dsq == SKY_DSQ_RESCUE) {
-			if (queued >= sky_cfg.starve_ns)
+			if (queued >= sky_bound_ns())
 				sky_kick_for_rescue(p);
 			continue;
 		}
@@ -288,6 +326,57 @@ static __always_inline u64 sky_bound_check(s32 owner, u32 llc, u64 now, bool idl
 	return next;
 }
 
+/* Tasks in @dsq (0 if the kernel cannot say). */
+static __always_inline u32 sky_nr_queued(u64 dsq)
+{
+	s32 n = scx_bpf_dsq_nr_queued(dsq);
+
+	return n > 0 ? n : 0;
+}
+
+/* Tasks in all of scx_sky's queues. */
+static __always_inline u64 sky_queued_in_all(void)
+{
+	u64 total = sky_nr_queued(SKY_DSQ_RESCUE);
+	u32 cpu, llc;
+
+	bpf_for(cpu, 0, nr_cpus)
+		total += sky_nr_queued(sky_cpu_dsq(cpu));
+	bpf_for(llc, 0, nr_llcs)
+		total += sky_nr_queued(sky_llc_dsq(llc));
+	return total;
+}
+
+/*
+ * Sets the bound for the tasks queued at the last load sample, beside one
+ * running on each CPU online, from the starts made in the @dt since the
+ * sample before.
+ */
+static __always_inline void sky_bound_follow(u64 dt)
+{
+	u64 cpus = sky_sampled_online ?: 1, queued = sky_sampled_queued;
+	u64 made = sky_sampled_starts - sky_starts_seen, per_start, round;
+
+	sky_starts_seen = sky_sampled_starts;
+	/*
+	 * Only an interval with work waiting for every CPU says what a start
+	 * costs (idle time would count as cost), and not one longer than the
+	 * bound (scans come every eighth of it: a longer gap spans a lull); a
+	 * CPU with work waiting switches at least every slice.
+	 */
+	if (queued >= cpus && made && dt <= sky_bound_ns()) {
+		per_start = dt * cpus / made;
+		if (per_start > sky_cfg.slice_ns)
+			per_start = sky_cfg.slice_ns;
+		sky_per_start_ns = sky_ewma(sky_per_start_ns, per_start);
+	}
+	per_start = sky_per_start_ns > sky_cfg.slice_min_ns ? sky_per_start_ns :
+							      sky_cfg.slice_min_ns;
+	round = (queued + cpus) * per_start / cpus;
+	sky_bound_load_ns = 2 * round < bound_max_ns ? 2 * round : bound_max_ns;
+	sky_rescued_per_cpu = sky_nr_queued(SKY_DSQ_RESCUE) / cpus;
+}
+
 /*
  * One scan of every queue: rescues, grace alarms, offline CPUs' queues,
  * and the load sample (@dt since the last). Returns the nanoseconds until
@@ -295,11 +384,13 @@ static __always_inline u64 sky_bound_check(s32 owner, u32 llc, u64 now, bool idl
  */
 static __always_inline u64 sky_bound_scan_all(u64 now, u64 dt)
 {
-	u64 next = sky_rescue_period_ns(), left;
 	bool idle = sky_any_idle(), queued = false;
+	u64 next, left;
 	u32 cpu, llc;
 
 	sky_load_sample(dt);
+	sky_bound_follow(dt);
+	next = sky_rescue_period_ns();
 	bpf_for(cpu, 0, nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) <= 0)
 			continue;
@@ -374,27 +465,6 @@ static int sky_bound_timerfn(void *map, int *key, struct bpf_timer *timer)
 	else
 		sky_bound_rescan(scx_bpf_now(), SKY_NR_STATS);
 	return 0;
-}
-
-/* Tasks in @dsq (0 if the kernel cannot say). */
-static __always_inline u32 sky_nr_queued(u64 dsq)
-{
-	s32 n = scx_bpf_dsq_nr_queued(dsq);
-
-	return n > 0 ? n : 0;
-}
-
-/* Tasks in all of scx_sky's queues. */
-static __always_inline u64 sky_queued_in_all(void)
-{
-	u64 total = sky_nr_queued(SKY_DSQ_RESCUE);
-	u32 cpu, llc;
-
-	bpf_for(cpu, 0, nr_cpus)
-		total += sky_nr_queued(sky_cpu_dsq(cpu));
-	bpf_for(llc, 0, nr_llcs)
-		total += sky_nr_queued(sky_llc_dsq(llc));
-	return total;
 }
 
 /*

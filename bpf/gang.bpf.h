@@ -14,10 +14,11 @@
  *   its own, keyed by its process ID.
  * - sky_gang_homes: gang key -> home domain, one per memory-bound gang.
  *   A new process whose class is memory-bound (a name hint BPF matches at
- *   exec) is not there yet: its first placed thread claims a provisional
- *   home, the domain with the fewest gangs homed, so the threads it makes
- *   microseconds later land there too; the daemon's next plan (100 ms)
- *   adopts it, and confirms or moves it.
+ *   exec) is not there yet: it claims a provisional home at exec (or,
+ *   renamed later, at its next placement), the domain with the fewest
+ *   gangs homed, so the threads it makes microseconds later land there
+ *   too; the daemon's next plan (100 ms) adopts it, and confirms or moves
+ *   it.
  * - sky_llc_gangs: gangs homed per domain, published with each plan,
  *   counted up here by provisional claims and down when a homed process
  *   exits, so claims between two plans spread over the domains.
@@ -167,6 +168,21 @@ static __always_inline u32 sky_gang_home_of(const struct task_struct *p, bool cl
 	if (llc >= nr_llcs || sky_llc_online[llc & (SKY_MAX_LLCS - 1)] <= 0)
 		return SKY_LLC_UNKNOWN;
 	return llc;
+}
+
+/*
+ * A process named memory-bound at exec claims its provisional home here,
+ * before it makes its threads: their first placements find it, and the
+ * daemon, which learns the new name only at its next pass, adopts it
+ * rather than racing the first placement to home the process itself.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sky_gang_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	SKY_CFG_PIN();
+
+	sky_gang_home_of(p, true);
+	return 0;
 }
 
 /*

@@ -42,9 +42,24 @@ static u32 sky_llc_load[SKY_MAX_LLCS];
  * claims its turn by moving this (bound.bpf.h, sky_bound_claim_scan).
  */
 static u64 sky_load_sampled_at;
+/*
+ * Tasks each CPU started (its own slot only, from ops.running), and what
+ * the last sample found: starts in all, CPUs online, tasks queued in all
+ * of scx_sky's queues. For the wait bound under overload (bound.bpf.h).
+ */
+static u64 sky_cpu_starts[SKY_MAX_CPUS];
+static u64 sky_sampled_starts;
+static u32 sky_sampled_online;
+static u64 sky_sampled_queued;
 /* Scratch for the domain sums, written by the sampler only. */
 static u32 sky_llc_load_sum[SKY_MAX_LLCS];
 static u32 sky_llc_load_cpus[SKY_MAX_LLCS];
+
+/* A task starts on @cpu (ops.running). */
+static __always_inline void sky_load_started(s32 cpu)
+{
+	sky_cpu_starts[sky_cpu_idx(cpu)]++;
+}
 
 static __always_inline u32 sky_load_of(s32 cpu)
 {
@@ -68,9 +83,10 @@ static __always_inline u32 sky_cpu_runnable(s32 cpu, const struct cpumask *idle)
 /*
  * Folds the present into every CPU's average, weighing it by the time
  * since the last sample (@dt) over the time constant (all of it after a
- * longer gap), then recomputes the domain averages. Called from the bound
- * scans only (bound.bpf.h), which claim their turn, so each average has
- * one writer at a time. Global: verified once (the timer callback's own
+ * longer gap), then recomputes the domain averages; counts starts, CPUs
+ * online and tasks queued. Called from the bound scans only
+ * (bound.bpf.h), which claim their turn, so each average has one writer
+ * at a time. Global: verified once (the timer callback's own
  * body is near the verifier's jump-sequence limit).
  */
 __noinline int sky_load_sample(u64 dt)
@@ -78,21 +94,29 @@ __noinline int sky_load_sample(u64 dt)
 	u64 tau = sky_cfg.starve_ns / 2 ?: 1;
 	u32 weight = dt >= tau ? SKY_LOAD_ONE : dt * SKY_LOAD_ONE / tau;
 	const struct cpumask *idle;
-	u32 cpu, llc;
+	u64 starts = 0, queued = 0;
+	u32 cpu, llc, online = 0;
+	s32 n;
 
 	bpf_for(llc, 0, nr_llcs) {
 		sky_llc_load_sum[llc & (SKY_MAX_LLCS - 1)] = 0;
 		sky_llc_load_cpus[llc & (SKY_MAX_LLCS - 1)] = 0;
+		n = scx_bpf_dsq_nr_queued(sky_llc_dsq(llc));
+		queued += n > 0 ? n : 0;
 	}
 	idle = scx_bpf_get_idle_cpumask();
 	bpf_for(cpu, 0, nr_cpus) {
 		u32 *load = &sky_cpu_load[sky_cpu_idx(cpu)], l = sky_llc_of(cpu);
 		u64 sample;
 
+		starts += sky_cpu_starts[sky_cpu_idx(cpu)];
+		n = scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu));
+		queued += n > 0 ? n : 0;
 		if (!sky_cpu_is_online(cpu)) {
 			*load = 0;
 			continue;
 		}
+		online++;
 		sample = sky_cpu_runnable(cpu, idle) * SKY_LOAD_ONE;
 		/* Unsigned steps: BPF before ISA v4 has no signed division. */
 		if (sample >= *load)
@@ -105,6 +129,10 @@ __noinline int sky_load_sample(u64 dt)
 		}
 	}
 	scx_bpf_put_idle_cpumask(idle);
+	n = scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE);
+	sky_sampled_queued = queued + (n > 0 ? n : 0);
+	sky_sampled_starts = starts;
+	sky_sampled_online = online;
 	bpf_for(llc, 0, nr_llcs) {
 		u32 i = llc & (SKY_MAX_LLCS - 1), n = sky_llc_load_cpus[i];
 

@@ -140,6 +140,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	u64 now = scx_bpf_now(), waited;
 
 	sky_vtime_started(p, tctx, cpu, now);
+	sky_load_started(cpu);
 	sky_lat_started(p, tctx, cpu, now);
 	sky_smt_started(cpu, p, now);
 	scx_bpf_task_set_slice(p, sky_slice_for(cpu));
@@ -153,7 +154,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 	 * The wait bound from scx_sky's side, over the interval the kernel's
 	 * run-queue wait measures too, so the two can be compared.
 	 */
-	if (waited > sky_cfg.starve_ns + sky_cfg.slice_ns)
+	if (waited > sky_bound_ns() + sky_cfg.slice_ns)
 		sky_stat_inc(SKY_STAT_LATE_RUNS);
 	tctx->queued_at_ns = 0;
 	sky_gang_stop_waiting(tctx);
@@ -263,7 +264,7 @@ void BPF_STRUCT_OPS(sky_update_idle, s32 cpu, bool idle)
 	bpf_for(i, 0, 3) {
 		p = sky_peek(dsqs[i]);
 		tctx = p ? sky_task_of(p) : NULL;
-		if (tctx && sky_queued_for(tctx, now) >= sky_cfg.starve_ns &&
+		if (tctx && sky_queued_for(tctx, now) >= sky_bound_ns() &&
 		    bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
 			sky_stat_inc(SKY_STAT_IDLE_WITH_WAITERS);
 			return;

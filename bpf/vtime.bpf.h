@@ -122,7 +122,17 @@ static __always_inline u64 sky_queue_key(const struct task_struct *p, struct sky
 	return vtime + tctx->key_extra;
 }
 
-/* Tasks waiting for @cpu: its own queue and its share of its domain's. */
+/*
+ * Each CPU's share of the rescue queue (every CPU serves it), as the last
+ * bound scan counted it (bound.bpf.h), so that a slice costs no count of
+ * its own.
+ */
+static u64 sky_rescued_per_cpu;
+
+/*
+ * Tasks waiting for @cpu: its own queue, its share of its domain's, and
+ * its share of the rescue queue.
+ */
 static __always_inline u64 sky_waiting_for(s32 cpu)
 {
 	u32 llc = sky_llc_of(cpu);
@@ -130,7 +140,8 @@ static __always_inline u64 sky_waiting_for(s32 cpu)
 	s32 shared = scx_bpf_dsq_nr_queued(sky_llc_dsq(llc));
 	u32 size = sky_llc_size(llc);
 
-	return (own > 0 ? own : 0) + (shared > 0 ? shared : 0) / (size ?: 1);
+	return (own > 0 ? own : 0) + (shared > 0 ? shared : 0) / (size ?: 1) +
+	       sky_rescued_per_cpu;
 }
 
 /* The slice for a task starting on @cpu. */

@@ -50,6 +50,8 @@ pub struct Scheduler<'a> {
         Option<libbpf_rs::Link>,
         PmuCpus,
     )>,
+    /// The exec program that claims gang homes, held for the run.
+    _gang_exec: Option<libbpf_rs::Link>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -128,6 +130,13 @@ impl<'a> Scheduler<'a> {
             }
             // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
+            // Under overload the wait bound grows, but stays well inside
+            // the watchdog's timeout (bpf/bound.bpf.h).
+            rodata.bound_max_ns = bound_max_ns(skel.struct_ops.sky_ops().timeout_ms);
+            info!(
+                "the wait bound grows under overload to at most {} ms (a third of the watchdog's timeout, at most 1 s)",
+                rodata.bound_max_ns / 1_000_000
+            );
         }
         if pmu.is_some() {
             skel.progs.sky_pmu_switch.set_autoload(true);
@@ -142,6 +151,14 @@ impl<'a> Scheduler<'a> {
             let cpus = PmuCpus::new(&open, topo.nr_cpus());
             (open, link, cpus)
         });
+        // Memory-bound processes claim a gang home at exec (bpf/gang.bpf.h);
+        // without it they claim one at their first placement.
+        let gang_exec = skel
+            .progs
+            .sky_gang_exec
+            .attach()
+            .inspect_err(|e| warn!("gang homes are claimed at first placement, not exec: {e}"))
+            .ok();
         let struct_ops = Some(scx_ops_attach!(skel, sky_ops)?);
         info!("scx_sky attached");
         // From here the control socket switches straight into BPF.
@@ -159,6 +176,7 @@ impl<'a> Scheduler<'a> {
                 .inspect_err(|e| warn!("statistics are not served ({e:#}): only the log has them"))
                 .ok(),
             pmu,
+            _gang_exec: gang_exec,
         })
     }
 
@@ -343,7 +361,8 @@ fn log_start(policy: &Policy, topo: &Topology, k: &Knobs) {
         ),
     };
     info!(
-        "decay by {decay}; slice {}-{} us, affinity grace {} us, wait bound {} ms, walk depth {}",
+        "decay by {decay}; slice {}-{} us, affinity grace {} us, wait bound {} ms \
+         (more under overload: twice the time every runnable task takes to run once), walk depth {}",
         k.slice_min_ns / 1000,
         k.slice_ns / 1000,
         k.affinity_grace_ns / 1000,
@@ -414,6 +433,17 @@ fn size_task_maps(skel: &mut OpenBpfSkel, opts: &RunOpts) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// The most the wait bound grows to under overload: a third of the
+/// watchdog's timeout (`timeout_ms`, 0 for the kernel's 30 s), at most 1 s.
+fn bound_max_ns(timeout_ms: u32) -> u64 {
+    let timeout_ns = if timeout_ms == 0 {
+        30_000
+    } else {
+        u64::from(timeout_ms)
+    } * 1_000_000;
+    (timeout_ns / 3).min(1_000_000_000)
 }
 
 /// Puts each CPU's counters where BPF reads them and attaches the program
@@ -535,6 +565,14 @@ pub fn shutdown_flag() -> Result<Arc<AtomicBool>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_overload_bound_stays_inside_the_watchdog() {
+        assert_eq!(bound_max_ns(3000), 1_000_000_000);
+        assert_eq!(bound_max_ns(1500), 500_000_000);
+        // The kernel's default timeout (30 s) when none is set.
+        assert_eq!(bound_max_ns(0), 1_000_000_000);
+    }
 
     #[test]
     fn a_kernel_without_sched_ext_is_named_plainly() {

@@ -567,10 +567,14 @@ fn gang_scenario(args: &str, form: &str) -> String {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
     let sky = gang_scenario("5 2 'eevdf sky'", "process");
-    // BPF placed the new gangs itself (provisional homes, at the first
-    // placement of each new process).
+    // BPF homed the new gangs itself, at exec (5 rounds x 2 gangs). The
+    // daemon can still win a window of about a millisecond, between exec
+    // setting the name and the exec tracepoint: seven runs counted
+    // 10, 10, 10, 10, 11, 10 and 9 (when the claim waited for the first
+    // placement: 2, 4, 4, 6, 7, 9). Closing it (a claim at task_rename,
+    // before the name is visible) is open work.
     let t = report::one_line(&sky, "stats total:").unwrap();
-    assert!(stat(&t, "gang_provisional") >= 5.0, "{t:?}");
+    assert!(stat(&t, "gang_provisional") >= 8.0, "{t:?}");
 }
 
 #[test]

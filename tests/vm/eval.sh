@@ -42,12 +42,15 @@ wl_sky1() {
 }
 
 # Wake-up latency under a mixed load: a CPU hog on every CPU and two
-# ping-pong pairs (a wakeup every round trip), started hogs first.
+# ping-pong pairs (a wakeup every round trip), started hogs first. The
+# hogs run until the pairs end (their start-up takes a second or two under
+# TCG), so no part of the pairs' run is without them.
 wl_latency() {
-	sky-work burn --threads "$cpus" --seconds "$secs" >/tmp/burn.out &
+	sky-work burn --threads "$cpus" --seconds 600 >/tmp/burn.out &
 	burn=$!
 	sleep 0.2
 	sky-work pingpong --pairs 2 --seconds "$secs"
+	kill -TERM "$burn"
 	wait "$burn"
 	cat /tmp/burn.out
 }

@@ -11,15 +11,7 @@ hostile_run() {
 	start_trace
 	sky-work hostile --seconds "$secs" --pinned 6 --pin-cpu 2 &
 	load=$!
-	end=$(($(date +%s) + secs - 2))
-	while [ "$(date +%s)" -lt "$end" ]; do
-		for cpu in 3 5 6; do
-			set_online "$cpu" 0
-			sleep 0.5
-			set_online "$cpu" 1
-			sleep 0.5
-		done
-	done
+	cycle_cpus "$((secs - 2))" 3 5 6
 	wait "$load"
 	echo "check load_exit=$?"
 	stop_trace

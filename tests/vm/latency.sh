@@ -7,7 +7,10 @@
 # off (--latency-burst-us 0): the ablation, in the same boot. The observer
 # prints the ping-pong tasks' wake p99 (`result observer=trace placement
 # group=pingpong ...`: each side names itself); the hogs print their work
-# (`workload=burn`).
+# (`workload=burn`): their rate, over the rounds only: they run until the
+# last round ends (a round takes 3-4 s of wall time under TCG, 2 s of it
+# measured, so hogs timed to the rounds' 2 s left later rounds without
+# them).
 . ./lib.sh
 rounds=${1:-3}
 
@@ -15,7 +18,7 @@ named_work /tmp/lat-bin lat-hog lat-ping
 
 lat_run() {
 	start_trace || return 1
-	/tmp/lat-bin/lat-hog burn --threads "$(nproc)" --seconds $((rounds * 2 + 3)) >/tmp/hog.out &
+	/tmp/lat-bin/lat-hog burn --threads "$(nproc)" --seconds 600 >/tmp/hog.out &
 	hog=$!
 	sleep 0.5
 	i=0
@@ -23,6 +26,7 @@ lat_run() {
 		/tmp/lat-bin/lat-ping pingpong --pairs 2 --seconds 2
 		i=$((i + 1))
 	done
+	kill -TERM "$hog"
 	wait "$hog"
 	cat /tmp/hog.out
 	stop_trace

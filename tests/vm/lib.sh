@@ -193,7 +193,8 @@ start_trace() {
 # and sky-hotplug-end around a CPU going off- or online).
 trace_mark() {
 	for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do
-		[ -w "$d/trace_marker" ] && echo "$1" >"$d/trace_marker" && return
+		# (Refused while no trace runs: nothing to mark then.)
+		[ -w "$d/trace_marker" ] && { echo "$1" >"$d/trace_marker"; } 2>/dev/null && return
 	done
 }
 
@@ -203,6 +204,21 @@ set_online() {
 	trace_mark sky-hotplug-begin
 	echo "$2" >/sys/devices/system/cpu/cpu$1/online
 	trace_mark sky-hotplug-end
+}
+
+# cycle_cpus SECONDS CPU...: for about SECONDS, takes each CPU offline
+# for half a second and brings it back, one after another.
+cycle_cpus() {
+	end=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -lt "$end" ]; do
+		for cpu in "$@"; do
+			set_online "$cpu" 0
+			sleep 0.5
+			set_online "$cpu" 1
+			sleep 0.5
+		done
+	done
 }
 
 stop_trace() {

@@ -382,6 +382,8 @@ fn test() -> Result<()> {
         "--test",
         "latency",
         "--test",
+        "overload",
+        "--test",
         "eval",
         "--",
         "--ignored",

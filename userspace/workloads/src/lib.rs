@@ -16,6 +16,7 @@ pub mod placement;
 pub mod procstat;
 pub mod relabel;
 pub mod share;
+pub mod sleepers;
 pub mod smt_pair;
 pub mod smt_share;
 pub mod switch_latency;

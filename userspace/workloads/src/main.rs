@@ -102,11 +102,12 @@ enum Command {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
-    /// Keep N CPUs busy.
+    /// Keep N CPUs busy until SECONDS pass or SIGINT/SIGTERM comes; prints
+    /// the iterations and their rate over the time it ran.
     Burn {
         #[arg(long, default_value_t = 1)]
         threads: usize,
-        /// Run time, in seconds.
+        /// Longest run time, in seconds.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
@@ -140,6 +141,20 @@ enum Command {
         /// Threads of each churning kind.
         #[arg(long, default_value_t = 2)]
         per_kind: usize,
+    },
+    /// Overload: THREADS threads each computing WORK_US and sleeping
+    /// SLEEP_US in a loop, for SECONDS (named `sleeper`); prints loops done,
+    /// the least and median thread's, and the longest a thread went
+    /// without finishing a loop.
+    Sleepers {
+        #[arg(long, default_value_t = 2000)]
+        threads: usize,
+        #[arg(long, default_value_t = 20)]
+        work_us: u64,
+        #[arg(long, default_value_t = 5)]
+        sleep_us: u64,
+        #[arg(long, default_value_t = 20.0)]
+        seconds: f64,
     },
     /// COUNT threads sleeping for SECONDS (small stacks).
     IdleThreads {
@@ -443,8 +458,29 @@ fn run(cli: Cli) -> Result<()> {
             std::mem::forget(member);
         }
         Command::Burn { threads, seconds } => {
-            let work = threads::burn(threads, secs(seconds)?)?;
-            println!("result workload=burn threads={threads} iterations={work}");
+            stop_on_signals();
+            let burned = threads::burn(threads, secs(seconds)?, &STOP)?;
+            let ran = burned.elapsed.as_secs_f64();
+            println!(
+                "result workload=burn threads={threads} seconds={ran:.2} iterations={} \
+                 iterations_per_s={:.0}",
+                burned.iterations,
+                burned.iterations as f64 / ran.max(1e-3)
+            );
+        }
+        Command::Sleepers {
+            threads,
+            work_us,
+            sleep_us,
+            seconds,
+        } => {
+            let report = sky_workloads::sleepers::run(
+                threads,
+                Duration::from_micros(work_us),
+                Duration::from_micros(sleep_us),
+                secs(seconds)?,
+            )?;
+            println!("{}", report.line());
         }
         Command::IdleThreads { count, seconds } => {
             sky_workloads::daemon_probe::idle_threads(count, secs(seconds)?)?;
@@ -612,24 +648,31 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-static STOP_TRACING: AtomicBool = AtomicBool::new(false);
+/// Set by SIGINT/SIGTERM in the commands that stop early and report.
+static STOP: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn stop_tracing(_: libc::c_int) {
-    STOP_TRACING.store(true, Ordering::Relaxed);
+extern "C" fn set_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// SIGINT and SIGTERM set `STOP` rather than kill the process, so what it
+/// measured until then is still printed.
+fn stop_on_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { libc::signal(sig, set_stop as *const () as libc::sighandler_t) };
+    }
 }
 
 fn trace_waits(limit: Duration, buffer_mb: u64, task_groups: &[String]) -> Result<()> {
     if !(1..=1024).contains(&buffer_mb) {
         anyhow::bail!("--buffer-mb must be between 1 and 1024, got {buffer_mb}");
     }
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe { libc::signal(sig, stop_tracing as *const () as libc::sighandler_t) };
-    }
+    stop_on_signals();
     let tracer = tracefs::Tracer::start(buffer_mb * 1024)?;
     eprintln!("sky-work: tracing scheduler events");
     let start = Instant::now();
-    while start.elapsed() < limit && !STOP_TRACING.load(Ordering::Relaxed) {
+    while start.elapsed() < limit && !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let book = tracer.finish()?;

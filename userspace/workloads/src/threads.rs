@@ -2,14 +2,20 @@
 //! (stresses enqueue/dispatch and task init/exit paths) and CPU burners.
 
 use anyhow::{bail, Context, Result};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-fn spin_for(d: Duration) -> u64 {
+/// Spins for `d`; returns the loop iterations made.
+pub(crate) fn spin_for(d: Duration) -> u64 {
+    spin_until_stopped(d, &AtomicBool::new(false))
+}
+
+/// Spins for `d` or until `stop` is set; returns the loop iterations made.
+fn spin_until_stopped(d: Duration, stop: &AtomicBool) -> u64 {
     let end = Instant::now() + d;
     let mut n = 0u64;
-    while Instant::now() < end {
+    while Instant::now() < end && !stop.load(Ordering::Relaxed) {
         n = std::hint::black_box(n.wrapping_add(1));
     }
     n
@@ -43,27 +49,40 @@ pub fn burst(count: usize, spin: Duration) -> Result<usize> {
     Ok(done.load(Ordering::Relaxed) as usize)
 }
 
-/// Keeps `threads` CPUs busy for `duration`; returns loop iterations done.
-pub fn burn(threads: usize, duration: Duration) -> Result<u64> {
+/// What a burn got done: loop iterations over the time it ran.
+pub struct Burned {
+    pub iterations: u64,
+    pub elapsed: Duration,
+}
+
+/// Keeps `threads` CPUs busy for `duration`, or until `stop` is set (a
+/// script stops the hogs when the work beside them ends, so they never
+/// run alone into the measured time); returns the iterations done and how
+/// long that took, so runs of different lengths compare by rate.
+pub fn burn(threads: usize, duration: Duration, stop: &'static AtomicBool) -> Result<Burned> {
     if threads == 0 || threads > 4096 {
         bail!("--threads must be 1..=4096, got {threads}");
     }
+    let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| {
             std::thread::spawn(move || {
                 // Named for the tracepoint observer; a name is no reason to fail.
                 let _ = crate::set_comm("burn");
-                spin_for(duration)
+                spin_until_stopped(duration, stop)
             })
         })
         .collect();
-    let mut total = 0;
+    let mut iterations = 0;
     for h in handles {
-        total += h
+        iterations += h
             .join()
             .map_err(|_| anyhow::anyhow!("a burner thread panicked"))?;
     }
-    Ok(total)
+    Ok(Burned {
+        iterations,
+        elapsed: start.elapsed(),
+    })
 }
 
 /// A memory-bound gang (SEEDS.md §3): `threads` threads walk one shared
@@ -140,7 +159,22 @@ mod tests {
 
     #[test]
     fn burners_do_work() {
-        assert!(burn(2, Duration::from_millis(20)).unwrap() > 0);
-        assert!(burn(0, Duration::ZERO).is_err());
+        static RUN_ON: AtomicBool = AtomicBool::new(false);
+        let b = burn(2, Duration::from_millis(20), &RUN_ON).unwrap();
+        assert!(b.iterations > 0 && b.elapsed >= Duration::from_millis(20));
+        assert!(burn(0, Duration::ZERO, &RUN_ON).is_err());
+    }
+
+    #[test]
+    fn burners_stop_when_told() {
+        static STOP: AtomicBool = AtomicBool::new(false);
+        let stopper = std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            STOP.store(true, Ordering::Relaxed);
+        });
+        let b = burn(2, Duration::from_secs(60), &STOP).unwrap();
+        stopper.join().unwrap();
+        assert!(b.iterations > 0);
+        assert!(b.elapsed < Duration::from_secs(30), "ran {:?}", b.elapsed);
     }
 }

@@ -115,8 +115,8 @@ impl Scenario {
                  two ping-pong pairs bouncing a byte over pipes, so every round trip wakes a \
                  task onto a busy machine. *wake p50/p99/max*: from the wakeup to the task \
                  running, for the ping-pong tasks, from the sched tracepoints; *round trips*: \
-                 what the pairs got done; *hog work*: the hogs' iterations (the price of \
-                 preempting them)."
+                 what the pairs got done; *hog work*: the hogs' iterations per second while \
+                 the pairs ran (the price of preempting them)."
             }
             Scenario::Overhead => {
                 "What scheduling costs: a hackbench-style storm, one ping-pong pair per CPU \
@@ -264,8 +264,8 @@ impl Scenario {
                 Column::new("round trips", Unit::PerSec, true, |r: &Run| {
                     r.workload("pingpong", "round_trips_per_s")
                 }),
-                Column::new("hog work", Unit::PerSec, true, move |r: &Run| {
-                    Some(r.workload("burn", "iterations")? / seconds)
+                Column::new("hog work", Unit::PerSec, true, |r: &Run| {
+                    r.workload("burn", "iterations_per_s")
                 }),
             ],
             Scenario::Smt => vec![

@@ -1,0 +1,54 @@
+# Overload, survived and measured, under each scheduler of ${4:-"eevdf sky"}
+# in one boot. First ${3:-20} s of churn: sky-work hostile (nice, class,
+# affinity and yield churn, a fork storm) while CPUs 1 and 3 go offline
+# and come back. Then ${1:-2000} sleepers (sky-work sleepers: 20 us of
+# work and a 5 us sleep, in a loop: far more runnable threads than the
+# 4 CPUs serve within a wait bound) for ${2:-20} s, as two processes, the
+# second started half way. The sleepers are their own observer, the same
+# under every scheduler: loops done, the least and the median thread's,
+# and the longest any thread went between two loops (a wait bound that
+# fails shows there). (The tracepoint observer is left out: its reader,
+# one more task among thousands, parsed millions of events a second and
+# fell behind, or, made real-time, took a CPU from the load it judged.)
+# The watchdog (SCX_TIMEOUT_MS, lib.sh) ejects scx_sky if any task stalls
+# that long; scx_sky's stats are printed too.
+. ./lib.sh
+threads=${1:-2000}
+secs=${2:-20}
+churn=${3:-20}
+
+churn_run() {
+	sky-work hostile --seconds "$churn" --pinned 6 --pin-cpu 2 >/tmp/hostile.out 2>&1 &
+	load=$!
+	cycle_cpus "$((churn - 2))" 1 3
+	wait "$load"
+	echo "check churn_exit=$?"
+}
+
+overload_run() {
+	churn_run
+	half=$((threads / 2))
+	sky-work sleepers --threads "$half" --seconds "$secs" &
+	first=$!
+	sleep "$((secs / 2))"
+	sky-work sleepers --threads "$((threads - half))" --seconds "$((secs / 2))" &
+	second=$!
+	wait "$first"
+	echo "check first_sleepers_exit=$?"
+	wait "$second"
+	echo "check second_sleepers_exit=$?"
+}
+
+for sched in ${4:-eevdf sky}; do
+	echo "run scheduler=$sched"
+	if [ "$sched" = eevdf ]; then
+		overload_run
+		continue
+	fi
+	start_sky --stats-interval 0 || exit 1
+	overload_run
+	echo "check state_after_$sched=$(state)"
+	scx_sky stats | sed 's/^/stats: /' | head -n 3
+	stop_sky
+done
+report_dmesg

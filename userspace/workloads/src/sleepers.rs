@@ -1,0 +1,172 @@
+//! Overload: many threads that each compute a little and sleep a few
+//! microseconds, in a loop, so that far more are runnable than CPUs can
+//! serve within a scheduler's wait bound. What a user sees is measured
+//! here, in the threads themselves, the same under any scheduler: loops
+//! done (throughput), how evenly they were shared (the least and the median
+//! thread), and the longest time any thread went without finishing a loop
+//! (its longest stall: a wait bound that fails shows here).
+
+use anyhow::{bail, Context, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the threads did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SleepersReport {
+    pub threads: usize,
+    pub seconds: f64,
+    /// Loops done by all threads.
+    pub loops: u64,
+    /// Loops of the thread that did fewest, the median one, the most.
+    pub min_thread: u64,
+    pub median_thread: u64,
+    pub max_thread: u64,
+    /// The longest time one thread went between two loops' ends while
+    /// measured, in milliseconds.
+    pub max_gap_ms: f64,
+}
+
+impl SleepersReport {
+    /// The result line the VM scenarios read.
+    pub fn line(&self) -> String {
+        let fair = if self.median_thread > 0 {
+            self.min_thread as f64 / self.median_thread as f64
+        } else {
+            0.0
+        };
+        format!(
+            "result workload=sleepers threads={} seconds={:.1} loops={} loops_per_s={:.0} \
+             min_thread_loops={} p50_thread_loops={} max_thread_loops={} min_share={:.3} \
+             max_gap_ms={:.1}",
+            self.threads,
+            self.seconds,
+            self.loops,
+            self.loops as f64 / self.seconds.max(1e-9),
+            self.min_thread,
+            self.median_thread,
+            self.max_thread,
+            fair,
+            self.max_gap_ms
+        )
+    }
+}
+
+/// One thread: compute for `work`, sleep for `sleep`, until `stop`,
+/// counting loops (and gaps between them) only while `measuring`.
+/// Returns (loops, longest gap).
+fn sleeper(
+    measuring: &AtomicBool,
+    stop: &AtomicBool,
+    work: Duration,
+    sleep: Duration,
+) -> (u64, Duration) {
+    // Named for the tracepoint observer; a name is no reason to fail.
+    let _ = crate::set_comm("sleeper");
+    let (mut loops, mut gap) = (0u64, Duration::ZERO);
+    let mut last: Option<Instant> = None;
+    while !stop.load(Ordering::Relaxed) {
+        crate::threads::spin_for(work);
+        std::thread::sleep(sleep);
+        if !measuring.load(Ordering::Relaxed) {
+            continue;
+        }
+        let now = Instant::now();
+        if let Some(last) = last {
+            gap = gap.max(now - last);
+            loops += 1;
+        }
+        last = Some(now);
+    }
+    (loops, gap)
+}
+
+/// Runs `threads` sleepers; each computes `work` and sleeps `sleep` per
+/// loop. They start as they are made (a barrier would release them
+/// through its mutex one by one, a convoy that is a test of its own), and
+/// are measured for `run` once all are running.
+pub fn run(
+    threads: usize,
+    work: Duration,
+    sleep: Duration,
+    run: Duration,
+) -> Result<SleepersReport> {
+    if threads == 0 || threads > 20_000 {
+        bail!("--threads must be 1..=20000, got {threads}");
+    }
+    if work > Duration::from_secs(1) || sleep > Duration::from_secs(1) {
+        bail!("--work-us and --sleep-us must be at most 1 s");
+    }
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let (m, s) = (measuring.clone(), stop.clone());
+        let spawned = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(move || sleeper(&m, &s, work, sleep));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                return Err(e).with_context(|| format!("spawning sleeper {i} of {threads}"));
+            }
+        }
+    }
+    measuring.store(true, Ordering::Relaxed);
+    let started = Instant::now();
+    std::thread::sleep(run);
+    measuring.store(false, Ordering::Relaxed);
+    let seconds = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let mut per_thread = Vec::with_capacity(threads);
+    let mut max_gap = Duration::ZERO;
+    for h in handles {
+        let (loops, gap) = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a sleeper thread panicked"))?;
+        per_thread.push(loops);
+        max_gap = max_gap.max(gap);
+    }
+    per_thread.sort_unstable();
+    Ok(SleepersReport {
+        threads,
+        seconds,
+        loops: per_thread.iter().sum(),
+        min_thread: per_thread[0],
+        median_thread: per_thread[per_thread.len() / 2],
+        max_thread: per_thread[per_thread.len() - 1],
+        max_gap_ms: max_gap.as_secs_f64() * 1e3,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_thread_loops_and_the_longest_gap_covers_a_loop() {
+        let r = run(
+            4,
+            Duration::from_micros(200),
+            Duration::from_micros(100),
+            Duration::from_millis(200),
+        )
+        .unwrap();
+        assert_eq!(r.threads, 4);
+        assert!(r.min_thread > 0, "{r:?}");
+        assert!(r.min_thread <= r.median_thread && r.median_thread <= r.max_thread);
+        assert!(r.loops >= 4 * r.min_thread, "{r:?}");
+        // A loop is 200 us of work plus a sleep: no gap is shorter.
+        assert!(r.max_gap_ms >= 0.3, "{r:?}");
+        assert!(r.line().contains("threads=4 "), "{}", r.line());
+    }
+
+    #[test]
+    fn bad_counts_and_durations_are_refused_by_name() {
+        let e = run(0, Duration::ZERO, Duration::ZERO, Duration::ZERO).unwrap_err();
+        assert!(e.to_string().contains("--threads"), "{e}");
+        let e = run(1, Duration::from_secs(2), Duration::ZERO, Duration::ZERO).unwrap_err();
+        assert!(e.to_string().contains("--work-us"), "{e}");
+    }
+}
