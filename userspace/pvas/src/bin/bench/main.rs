@@ -461,6 +461,19 @@ fn parent(plan: Plan, args: &[String]) -> Res<()> {
     let peer_buf = u64::from_le_bytes(b8);
     let peer_pid = child.id() as i32;
     let persist = space.persist_mode();
+    // The heading comes first: the VM scenarios read the persistence from
+    // it as soon as the space is attached, not minutes later under TCG.
+    if plan != Plan::Eval {
+        println!(
+            "Ping-pong over one space in {} (persistence: {}), {}; latency is half the round trip",
+            dir.display(),
+            persist.name(),
+            pins.map_or("one CPU, not pinned".into(), |(a, b)| format!(
+                "members pinned to CPUs {a} and {b}"
+            ))
+        );
+        println!();
+    }
     let mut ends = Ends {
         rings,
         pipe_in,
@@ -555,15 +568,6 @@ fn parent(plan: Plan, args: &[String]) -> Res<()> {
     }
     let probe = t.elapsed() / probes;
 
-    println!(
-        "Ping-pong over one space in {} (persistence: {}), {}; latency is half the round trip",
-        dir.display(),
-        persist.name(),
-        pins.map_or("one CPU, not pinned".into(), |(a, b)| format!(
-            "members pinned to CPUs {a} and {b}"
-        ))
-    );
-    println!();
     print_handshake(&samples, probe);
     println!();
     let memcpy: HashMap<usize, f64> = memcpy
