@@ -86,11 +86,16 @@ static u64 sky_per_start_ns;
  */
 const volatile u64 bound_max_ns = 1000000000ULL;
 
+/*
+ * The bound in force. The load-following bound (sky_bound_load_ns, still
+ * measured) is not applied: with it, five tests of waits under moderate
+ * load failed across three CI runs (docs/design.md, "Overload"), and the
+ * overload it was for still ejected scx_sky. Until it grows only under
+ * true overload, the bound is starve_ns.
+ */
 static __always_inline u64 sky_bound_ns(void)
 {
-	u64 load = sky_bound_load_ns;
-
-	return load > sky_cfg.starve_ns ? load : sky_cfg.starve_ns;
+	return sky_cfg.starve_ns;
 }
 
 static __always_inline u64 sky_rescue_period_ns(void)

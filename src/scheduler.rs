@@ -130,11 +130,11 @@ impl<'a> Scheduler<'a> {
             }
             // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
-            // Under overload the wait bound grows, but stays well inside
-            // the watchdog's timeout (bpf/bound.bpf.h).
+            // The load-following wait bound stays well inside the
+            // watchdog's timeout (bpf/bound.bpf.h; measured, not applied).
             rodata.bound_max_ns = bound_max_ns(skel.struct_ops.sky_ops().timeout_ms);
             info!(
-                "the wait bound grows under overload to at most {} ms (a third of the watchdog's timeout, at most 1 s)",
+                "a wait bound following the load (at most {} ms) is measured, not applied",
                 rodata.bound_max_ns / 1_000_000
             );
         }
@@ -361,8 +361,7 @@ fn log_start(policy: &Policy, topo: &Topology, k: &Knobs) {
         ),
     };
     info!(
-        "decay by {decay}; slice {}-{} us, affinity grace {} us, wait bound {} ms \
-         (more under overload: twice the time every runnable task takes to run once), walk depth {}",
+        "decay by {decay}; slice {}-{} us, affinity grace {} us, wait bound {} ms, walk depth {}",
         k.slice_min_ns / 1000,
         k.slice_ns / 1000,
         k.affinity_grace_ns / 1000,
