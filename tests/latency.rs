@@ -7,7 +7,7 @@
 #[allow(dead_code)]
 mod scenario;
 
-use scenario::{assert_clean_exit, check, checks, run_scenario, stat};
+use scenario::{assert_clean_exit, check, checks, on_a_quiet_host, run_scenario, stat};
 use xtask::report::{self, Fields};
 
 /// Five runs on 2026-11-26 (TCG, 2x2x2, kernel 7.3.4), each one boot, with
@@ -56,50 +56,52 @@ fn by_sched(out: &str, scheds: &[&str]) -> Vec<(Fields, Fields)> {
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn the_latency_path_shortens_wakeups_beside_hogs() {
-    let scheds = ["eevdf", "sky", "sky-nolat"];
-    let out = run_scenario("latency", "2x2x2");
-    let c = checks(&out);
-    assert_clean_exit(&c);
-    assert!(!c.contains_key("trace_failed"), "an observer run failed");
-    for sched in ["sky", "sky-nolat"] {
-        assert_eq!(check(&c, &format!("state_after_{sched}")), "enabled");
-    }
-    let runs = by_sched(&out, &scheds);
-    let (eevdf, sky, nolat) = (&runs[0], &runs[1], &runs[2]);
-    for (sched, (w, _)) in scheds.iter().zip(&runs) {
+    on_a_quiet_host(|| {
+        let scheds = ["eevdf", "sky", "sky-nolat"];
+        let out = run_scenario("latency", "2x2x2");
+        let c = checks(&out);
+        assert_clean_exit(&c);
+        assert!(!c.contains_key("trace_failed"), "an observer run failed");
+        for sched in ["sky", "sky-nolat"] {
+            assert_eq!(check(&c, &format!("state_after_{sched}")), "enabled");
+        }
+        let runs = by_sched(&out, &scheds);
+        let (eevdf, sky, nolat) = (&runs[0], &runs[1], &runs[2]);
+        for (sched, (w, _)) in scheds.iter().zip(&runs) {
+            assert!(
+                stat(w, "wakes") >= 1000.0,
+                "{sched}: too few ping-pong wakeups to judge: {w:?}"
+            );
+        }
+        let p99 = stat(&sky.0, "wake_p99_us");
+        let nolat_p99 = stat(&nolat.0, "wake_p99_us");
         assert!(
-            stat(w, "wakes") >= 1000.0,
-            "{sched}: too few ping-pong wakeups to judge: {w:?}"
-        );
-    }
-    let p99 = stat(&sky.0, "wake_p99_us");
-    let nolat_p99 = stat(&nolat.0, "wake_p99_us");
-    assert!(
-        p99 <= ABLATION_P99_SHARE_MAX * nolat_p99,
-        "with the latency path off the p99 was {nolat_p99} us, with it {p99} us: \
+            p99 <= ABLATION_P99_SHARE_MAX * nolat_p99,
+            "with the latency path off the p99 was {nolat_p99} us, with it {p99} us: \
          the path made wakeups slower"
-    );
-    let wakes = stat(&sky.0, "wakes") / stat(&eevdf.0, "wakes");
-    assert!(
-        wakes >= WAKES_MIN,
-        "the ping-pong pairs woke {wakes:.2}x as often as under EEVDF"
-    );
-    let hog = stat(&sky.1, "iterations_per_s") / stat(&eevdf.1, "iterations_per_s");
-    assert!(
-        hog >= HOG_WORK_MIN,
-        "the hogs did {hog:.2}x EEVDF's work under sky1"
-    );
-    // scx_sky's own counters say which decisions did it, and that none
-    // were made with the path off.
-    let totals = report::lines_with(&out, "stats total:");
-    assert_eq!(totals.len(), 2, "a stats total line per scx_sky run");
-    assert!(stat(&totals[0], "lat_preempts") > 0.0, "{:?}", totals[0]);
-    for key in [
-        "lat_preempts",
-        "lat_idle_claims",
-        "sync_refused",
-        "short_steals",
-    ] {
-        assert_eq!(stat(&totals[1], key), 0.0, "latency path off: {key}");
-    }
+        );
+        let wakes = stat(&sky.0, "wakes") / stat(&eevdf.0, "wakes");
+        assert!(
+            wakes >= WAKES_MIN,
+            "the ping-pong pairs woke {wakes:.2}x as often as under EEVDF"
+        );
+        let hog = stat(&sky.1, "iterations_per_s") / stat(&eevdf.1, "iterations_per_s");
+        assert!(
+            hog >= HOG_WORK_MIN,
+            "the hogs did {hog:.2}x EEVDF's work under sky1"
+        );
+        // scx_sky's own counters say which decisions did it, and that none
+        // were made with the path off.
+        let totals = report::lines_with(&out, "stats total:");
+        assert_eq!(totals.len(), 2, "a stats total line per scx_sky run");
+        assert!(stat(&totals[0], "lat_preempts") > 0.0, "{:?}", totals[0]);
+        for key in [
+            "lat_preempts",
+            "lat_idle_claims",
+            "sync_refused",
+            "short_steals",
+        ] {
+            assert_eq!(stat(&totals[1], key), 0.0, "latency path off: {key}");
+        }
+    });
 }

@@ -1,7 +1,10 @@
 //! Running a tests/vm/ scenario in the VM and reading what it printed:
 //! shared by the VM integration tests.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
 use xtask::report::{self, Fields};
 use xtask::vm::{self, VmConfig};
@@ -63,7 +66,55 @@ pub fn run_scenario_clocked(
     );
     // What the host took from the run, for a failure's output.
     eprintln!("sky-vm: {}", out.host);
+    note_host_lost(out.host.lost_share());
     out.output
+}
+
+/// Counts a run that lost `share` of its time to the host.
+fn note_host_lost(share: f64) {
+    HOST_LOST_MAX.with(|m| m.set(m.get().max(share)));
+}
+
+/// The share of a VM run the host may take (its own load, or its
+/// hypervisor's steal) before a failed bound in guest time is put down to
+/// the host, not the scheduler, and measured again. Every bound that
+/// failed in five fresh-clone CI runs of 2026-11-25/26 failed in a run
+/// that lost 0.064-0.209 of its time, most of it the cloud host's steal:
+/// a hostile-load wait of 130 ms (quiet runs: 57-70), stats round trips
+/// of 220 ms (43-62), a gang thread's wait of 208 ms (71-92), a fairness
+/// task's 254 ms (25-35). The runs printed beside passing tests on a
+/// quiet host lost 0.004-0.033.
+pub const HOST_LOST_SHARE_RETRY: f64 = 0.05;
+
+thread_local! {
+    /// The largest share of a run the host took, over this attempt's runs.
+    static HOST_LOST_MAX: Cell<f64> = const { Cell::new(0.0) };
+}
+
+/// Runs a VM test's `body`. If it fails and the host took more than
+/// [`HOST_LOST_SHARE_RETRY`] of one of its runs, it runs once more, and
+/// that attempt decides; a failure on a quiet host fails at once. Each
+/// attempt's figures stay in the output (the failed one's panic, and a
+/// line naming the retry that is printed even when the test passes).
+pub fn on_a_quiet_host(body: impl Fn()) {
+    HOST_LOST_MAX.with(|m| m.set(0.0));
+    let Err(failure) = panic::catch_unwind(AssertUnwindSafe(&body)) else {
+        return;
+    };
+    let lost = HOST_LOST_MAX.with(Cell::get);
+    if lost <= HOST_LOST_SHARE_RETRY {
+        panic::resume_unwind(failure);
+    }
+    // Written to the stream itself, not captured with the test's output,
+    // so that a retry shows in the log of a run that passes.
+    let _ = writeln!(
+        std::io::stderr(),
+        "sky-vm: {} failed while the host took {lost:.3} of a run \
+         (more than {HOST_LOST_SHARE_RETRY}): measuring again",
+        std::thread::current().name().unwrap_or("a VM test")
+    );
+    HOST_LOST_MAX.with(|m| m.set(0.0));
+    body();
 }
 
 /// Every `check key=value` the scenario printed, later lines winning.
@@ -105,4 +156,40 @@ pub fn assert_clean_exit(c: &Fields) {
         "0",
         "dmesg reports scheduler errors"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[test]
+    #[should_panic(expected = "a bound")]
+    fn a_failure_on_a_quiet_host_is_not_measured_again() {
+        static RUNS: AtomicU32 = AtomicU32::new(0);
+        on_a_quiet_host(|| {
+            assert_eq!(RUNS.fetch_add(1, Ordering::Relaxed), 0, "ran twice");
+            note_host_lost(HOST_LOST_SHARE_RETRY / 2.0);
+            panic!("a bound");
+        });
+    }
+
+    #[test]
+    fn a_failure_on_a_busy_host_is_measured_again_and_that_decides() {
+        static RUNS: AtomicU32 = AtomicU32::new(0);
+        on_a_quiet_host(|| {
+            if RUNS.fetch_add(1, Ordering::Relaxed) == 0 {
+                note_host_lost(HOST_LOST_SHARE_RETRY * 2.0);
+                panic!("a bound");
+            }
+        });
+        assert_eq!(RUNS.load(Ordering::Relaxed), 2);
+        let second = panic::catch_unwind(|| {
+            on_a_quiet_host(|| {
+                note_host_lost(1.0);
+                panic!("a bound");
+            })
+        });
+        assert!(second.is_err(), "a second failure fails the test");
+    }
 }
