@@ -88,10 +88,10 @@ const volatile u64 bound_max_ns = 1000000000ULL;
 
 /*
  * The bound in force. The load-following bound (sky_bound_load_ns, still
- * measured) is not applied: with it, five tests of waits under moderate
- * load failed across three CI runs (docs/design.md, "Overload"), and the
- * overload it was for still ejected scx_sky. Until it grows only under
- * true overload, the bound is starve_ns.
+ * measured) is not applied: the overload it was for still ejected
+ * scx_sky, and it has not yet been shown to leave waits under moderate
+ * load as they were (docs/design.md, "Overload"). Until then the bound
+ * is starve_ns.
  */
 static __always_inline u64 sky_bound_ns(void)
 {

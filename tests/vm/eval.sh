@@ -58,6 +58,13 @@ wl_latency() {
 # Scheduler overhead: a hackbench-style storm (one ping-pong pair per CPU)
 # alone, for its throughput; then again beside the kernel's BPF statistics
 # (which slow every callback a little), for what the callbacks cost.
+# schbench-style requests: 2 message threads, 8 workers each, 500 us of
+# work a request, at half and then nine tenths of the CPUs.
+wl_schbench() {
+	for load in 0.5 0.9; do
+		sky-work schbench --load "$load" --seconds "$secs"
+	done
+}
 wl_overhead() {
 	sky-work pingpong --pairs "$cpus" --seconds "$secs"
 	[ "$(state)" = enabled ] || return 0

@@ -15,6 +15,7 @@ pub mod pingpong;
 pub mod placement;
 pub mod procstat;
 pub mod relabel;
+pub mod schbench;
 pub mod share;
 pub mod sleepers;
 pub mod smt_pair;

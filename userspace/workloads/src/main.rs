@@ -156,6 +156,24 @@ enum Command {
         #[arg(long, default_value_t = 20.0)]
         seconds: f64,
     },
+    /// schbench-style requests: MESSAGE_THREADS post requests at a rate
+    /// that needs LOAD of the CPUs to WORKERS each, which wake and compute
+    /// WORK_US; prints wakeup and request latency percentiles and
+    /// requests per second.
+    Schbench {
+        #[arg(long, default_value_t = 2)]
+        message_threads: usize,
+        /// Workers per message thread.
+        #[arg(long, default_value_t = 8)]
+        workers: usize,
+        #[arg(long, default_value_t = 500)]
+        work_us: u64,
+        /// Share of the CPUs the requests need (0.5: half of each).
+        #[arg(long, default_value_t = 0.5)]
+        load: f64,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+    },
     /// COUNT threads sleeping for SECONDS (small stacks).
     IdleThreads {
         #[arg(long, default_value_t = 10_000)]
@@ -481,6 +499,22 @@ fn run(cli: Cli) -> Result<()> {
                 secs(seconds)?,
             )?;
             println!("{}", report.line());
+        }
+        Command::Schbench {
+            message_threads,
+            workers,
+            work_us,
+            load,
+            seconds,
+        } => {
+            let bench = sky_workloads::schbench::Schbench {
+                message_threads,
+                workers,
+                work: Duration::from_micros(work_us),
+                load,
+                run: secs(seconds)?,
+            };
+            println!("{}", bench.run()?.line(load));
         }
         Command::IdleThreads { count, seconds } => {
             sky_workloads::daemon_probe::idle_threads(count, secs(seconds)?)?;

@@ -23,6 +23,9 @@ pub enum Scenario {
     /// Wake-up latency under a mixed load: a CPU hog per CPU and two
     /// ping-pong pairs; wakeup-to-running p50/p99/max from the observer.
     Latency,
+    /// schbench-style requests (`sky-work schbench`) at half and nine
+    /// tenths of the CPUs: wakeup and request latency, requests per second.
+    Schbench,
     /// Scheduler overhead: a hackbench-style ping-pong storm's throughput,
     /// and what the BPF callbacks cost (the kernel's BPF statistics).
     Overhead,
@@ -47,6 +50,7 @@ impl Scenario {
         match self {
             Scenario::Sky1 => "sky1",
             Scenario::Latency => "latency",
+            Scenario::Schbench => "schbench",
             Scenario::Overhead => "overhead",
             Scenario::Smt => "smt",
             Scenario::Gangs1 => "gangs1",
@@ -117,6 +121,15 @@ impl Scenario {
                  running, for the ping-pong tasks, from the sched tracepoints; *round trips*: \
                  what the pairs got done; *hog work*: the hogs' iterations per second while \
                  the pairs ran (the price of preempting them)."
+            }
+            Scenario::Schbench => {
+                "schbench-style requests (`sky-work schbench`, written here: the figure kernel \
+                 scheduler developers quote): 2 message threads post requests at a fixed rate \
+                 to 8 workers each, which wake, compute 500 us of work (a fixed loop count) and \
+                 sleep; the rate needs 50 % of every CPU, then 90 %. *wake p50/p99*: from a \
+                 message thread waking a sleeping worker to the worker running, measured by \
+                 the workers; *request p99*: from posting to the work done (waiting for a \
+                 worker, and preemption, included); *requests*: done per second."
             }
             Scenario::Overhead => {
                 "What scheduling costs: a hackbench-style storm, one ping-pong pair per CPU \
@@ -268,6 +281,28 @@ impl Scenario {
                     r.workload("burn", "iterations_per_s")
                 }),
             ],
+            Scenario::Schbench => {
+                let mut cols = Vec::new();
+                for (load, label) in [("0.50", "50 %"), ("0.90", "90 %")] {
+                    let at = move |r: &Run, key: &str| {
+                        r.number(&[("workload", "schbench"), ("load", load)], key)
+                    };
+                    for (key, name, unit) in [
+                        ("wake_p50_us", "wake p50", Unit::Us),
+                        ("wake_p99_us", "wake p99", Unit::Us),
+                        ("request_p99_us", "request p99", Unit::Us),
+                        ("rps", "requests", Unit::PerSec),
+                    ] {
+                        cols.push(Column::new(
+                            &format!("{name} {label}"),
+                            unit,
+                            true,
+                            move |r: &Run| at(r, key),
+                        ));
+                    }
+                }
+                cols
+            }
             Scenario::Smt => vec![
                 Column::new("SMT cross share", Unit::Share, false, |r: &Run| {
                     r.first("paired")
