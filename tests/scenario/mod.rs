@@ -143,11 +143,18 @@ pub fn on_a_quiet_host(body: impl Fn()) {
         }
         // Written to the stream itself, not captured with the test's
         // output, so that a retry shows in the log of a run that passes.
+        let why = failure
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| failure.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
         let _ = writeln!(
             std::io::stderr(),
             "sky-vm: {} failed (attempt {attempt} of {HOST_ATTEMPTS}) while the host took \
-             {lost:.3} of a run (more than {HOST_LOST_SHARE_RETRY}): measuring again",
-            std::thread::current().name().unwrap_or("a VM test")
+             {lost:.3} of a run (more than {HOST_LOST_SHARE_RETRY}): measuring again; \
+             it failed with: {}",
+            std::thread::current().name().unwrap_or("a VM test"),
+            why.lines().next().unwrap_or("")
         );
     }
     HOST_LOST_MAX.with(|m| m.set(0.0));
