@@ -11,7 +11,7 @@ start_sky --stats-interval 1 --max-classed 64 --max-ganged 8 \
 	--class 'burn=compute' --class 'mb-*=memory-bound' || exit 1
 # Spawning 120 threads beside the load takes a TCG guest seconds, and the
 # daemon lists them once a second: the load runs until the log says both
-# maps are full (at most 30 s), then stops.
+# maps are full (at most 30 s in all, less if scx_sky exits), then stops.
 /tmp/maps/cpu-burn burn --threads 120 --seconds 30 >/dev/null &
 burn=$!
 gangs=
@@ -19,14 +19,11 @@ for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
 	/tmp/maps/mb-gang gang --threads 2 --mb 1 --seconds 30 >/dev/null &
 	gangs="$gangs $!"
 done
-tenths=0
-while [ "$tenths" -lt 300 ]; do
-	sleep 0.5
-	tenths=$((tenths + 5))
-	grep -q 'sky_pid_class: .* not written (map full' /tmp/sky.log &&
-		grep -q 'sky_gang_homes: .* not written (map full' /tmp/sky.log && break
-done
-echo "check full_after_tenths=$tenths"
+wait_line /tmp/sky.log 'sky_pid_class: .* not written (map full' "$SKY_PID" 300 >/dev/null
+full_class=$tenths
+wait_line /tmp/sky.log 'sky_gang_homes: .* not written (map full' "$SKY_PID" \
+	"$((300 - full_class))" >/dev/null
+echo "check full_after_tenths=$((full_class + tenths))"
 echo "check state_when_full=$(state)"
 # shellcheck disable=SC2086
 kill -TERM "$burn" $gangs
