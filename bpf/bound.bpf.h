@@ -23,7 +23,9 @@
  *   dispatch will take.
  *
  * Tasks left in the queue of a CPU that went offline are moved to their
- * domain's queue here too.
+ * domain's queue here too. Under overload (the bound has grown) kernel
+ * threads keep starve_ns: they queue on the rescue queue at once
+ * (sky_bound_kernel_first).
  *
  * A second timer, the watch, keeps the alarm alive where the kernel loses
  * it (sky_watch_timerfn), a CPU about to pick a task scans when both are
@@ -86,16 +88,16 @@ static u64 sky_per_start_ns;
  */
 const volatile u64 bound_max_ns = 1000000000ULL;
 
-/*
- * The bound in force. The load-following bound (sky_bound_load_ns, still
- * measured) is not applied: the overload it was for still ejected
- * scx_sky, and it has not yet been shown to leave waits under moderate
- * load as they were (docs/design.md, "Overload"). Until then the bound
- * is starve_ns.
- */
+/* More tasks are runnable than starve_ns serves: the bound has grown. */
+static __always_inline bool sky_bound_grown(void)
+{
+	return sky_bound_load_ns > sky_cfg.starve_ns;
+}
+
+/* The bound in force: starve_ns, or the load-following bound when larger. */
 static __always_inline u64 sky_bound_ns(void)
 {
-	return sky_cfg.starve_ns;
+	return sky_bound_grown() ? sky_bound_load_ns : sky_cfg.starve_ns;
 }
 
 static __always_inline u64 sky_rescue_period_ns(void)
@@ -178,6 +180,32 @@ static __always_inline void sky_kick_for_rescue(const struct task_struct *p)
 	cpu = scx_bpf_pick_any_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+}
+
+/*
+ * Kernel threads are the kernel's own work: the sched_ext watchdog's
+ * check-in, RCU, writeback. Under a grown bound each of their waits may
+ * last a third of the watchdog's timeout, and the check-in is a chain of
+ * them (its kworker wakes, then yields at a cond_resched() after each CPU
+ * it checks): under 4 000 runnable threads the chain outlasted the timeout
+ * and the kernel ejected scx_sky for its own watchdog's delay. So while
+ * the bound has grown past starve_ns, a kernel thread queues on the rescue
+ * queue, which every CPU serves first (at its next slice end: slices are
+ * at their shortest then), and an idle CPU that may run it is woken. Per-CPU
+ * kthreads never come here: they run where they are (sky_enqueue).
+ */
+static __always_inline bool sky_bound_kernel_first(struct task_struct *p, u64 enq_flags)
+{
+	s32 cpu;
+
+	if (!(p->flags & PF_KTHREAD) || !sky_bound_grown())
+		return false;
+	scx_bpf_dsq_insert(p, SKY_DSQ_RESCUE, sky_cfg.slice_ns, enq_flags);
+	sky_stat_inc(SKY_STAT_KERNEL_FIRST);
+	cpu = sky_claim_idle_in(p->cpus_ptr);
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return true;
 }
 
 /*

@@ -84,6 +84,9 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, sky_cfg.slice_ns, enq_flags);
 		return;
 	}
+	/* The kernel's own work waits no grown bound (bound.bpf.h). */
+	if (sky_bound_kernel_first(p, enq_flags))
+		return;
 	/* A tick chose it a CPU to move to for a gang (gang.bpf.h). */
 	if (sky_gang_move(p, tctx, enq_flags))
 		return;

@@ -130,11 +130,11 @@ impl<'a> Scheduler<'a> {
             }
             // What each CPU runs, by class, is followed on SMT machines.
             rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
-            // The load-following wait bound stays well inside the
-            // watchdog's timeout (bpf/bound.bpf.h; measured, not applied).
+            // Under overload the wait bound grows with the load, well inside
+            // the watchdog's timeout (bpf/bound.bpf.h).
             rodata.bound_max_ns = bound_max_ns(skel.struct_ops.sky_ops().timeout_ms);
             info!(
-                "a wait bound following the load (at most {} ms) is measured, not applied",
+                "the wait bound grows under overload to at most {} ms; kernel threads are served first then",
                 rodata.bound_max_ns / 1_000_000
             );
         }

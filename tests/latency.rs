@@ -7,7 +7,7 @@
 #[allow(dead_code)]
 mod scenario;
 
-use scenario::{assert_clean_exit, check, checks, on_a_quiet_host, run_scenario, stat};
+use scenario::{assert_clean_exit, assert_enabled, checks, on_a_quiet_host, run_scenario, stat};
 use xtask::report::{self, Fields};
 
 /// Five runs on 2026-11-26 (TCG, 2x2x2, kernel 7.3.4), each one boot, with
@@ -63,7 +63,7 @@ fn the_latency_path_shortens_wakeups_beside_hogs() {
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
         for sched in ["sky", "sky-nolat"] {
-            assert_eq!(check(&c, &format!("state_after_{sched}")), "enabled");
+            assert_enabled(&c, &format!("state_after_{sched}"));
         }
         let runs = by_sched(&out, &scheds);
         let (eevdf, sky, nolat) = (&runs[0], &runs[1], &runs[2]);

@@ -7,8 +7,9 @@
 mod scenario;
 
 use scenario::{
-    assert_clean_exit, check, checks, host_share_floor, host_wait_bound, on_a_quiet_host,
-    run_scenario, run_scenario_clocked, run_scenario_with, stat, trace_group, GuestClock,
+    assert_clean_exit, assert_enabled, check, checks, host_share_floor, host_wait_bound,
+    on_a_quiet_host, run_scenario, run_scenario_clocked, run_scenario_with, stat, trace_group,
+    GuestClock,
 };
 use std::time::Duration;
 use xtask::report::{self, Fields};
@@ -73,7 +74,7 @@ fn loads_survives_sigkill_and_reloads_for_an_unknown_cpu() {
         let out = run_scenario("lifecycle", "2x2x2");
         let c = checks(&out);
         assert_eq!(check(&c, "state_before"), "disabled");
-        assert_eq!(check(&c, "state_running"), "enabled");
+        assert_enabled(&c, "state_running");
         assert!(
             check(&c, "ops").starts_with("sky_"),
             "ops name {:?} is not scx_sky's",
@@ -89,11 +90,11 @@ fn loads_survives_sigkill_and_reloads_for_an_unknown_cpu() {
         // SIGKILL: the kernel unregisters the scheduler by itself and a new
         // daemon attaches.
         assert_eq!(check(&c, "state_after_sigkill"), "disabled");
-        assert_eq!(check(&c, "state_reattached"), "enabled");
+        assert_enabled(&c, "state_reattached");
         assert_eq!(check(&c, "state_after"), "disabled");
         // Restart path: the CPU that was offline at start came online in an
         // unknown cache domain, BPF asked for a reload, and the daemon did it.
-        assert_eq!(check(&c, "state_after_restart"), "enabled");
+        assert_enabled(&c, "state_after_restart");
         assert_eq!(check(&c, "cpu3_online"), "1");
         assert_eq!(check(&c, "attaches"), "2", "the daemon did not reload");
         assert!(
@@ -163,11 +164,7 @@ fn ten_thousand_thread_burst_is_survived() {
         let c = checks(&out);
         let burst = report::one_line(&out, "result workload=burst").unwrap();
         assert_eq!(stat(&burst, "threads"), 10_000.0);
-        assert_eq!(
-            check(&c, "state_after_burst"),
-            "enabled",
-            "scx_sky was ejected during the burst"
-        );
+        assert_enabled(&c, "state_after_burst");
         assert_clean_exit(&c);
     });
 }
@@ -190,11 +187,7 @@ fn cpu_hotplug_under_load_is_handled_in_place() {
                 "cpu{cpu} did not come back"
             );
         }
-        assert_eq!(
-            check(&c, "state_after_hotplug"),
-            "enabled",
-            "scx_sky was ejected by hotplug"
-        );
+        assert_enabled(&c, "state_after_hotplug");
         assert_clean_exit(&c);
         let stats = report::one_line(&out, "stats total:").unwrap();
         assert!(
@@ -228,7 +221,7 @@ fn class_hints_reach_bpf() {
         let out = run_scenario("classes", "1x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
-        assert_eq!(check(&c, "state_after_load"), "enabled");
+        assert_enabled(&c, "state_after_load");
         let stats = report::one_line(&out, "stats total:").unwrap();
         let secs = |key: &str| stat(&stats, key) / 1e9;
         assert!(secs("ran_ns_pm_writer") >= 2.0, "{stats:?}");
@@ -274,7 +267,7 @@ fn class_hints_reach_bpf() {
         assert_eq!(check(&c, "hinted_rule_gangs"), "1", "the rule's gang");
         assert_ne!(check(&c, "hinted_census"), "0", "the daemon's census");
         assert_eq!(check(&c, "back_rule_gangs"), "0");
-        assert_eq!(check(&c, "state_after_switches"), "enabled");
+        assert_enabled(&c, "state_after_switches");
     });
 }
 
@@ -313,7 +306,7 @@ fn unprivileged_labels_steer_nothing() {
         }
         assert_eq!(check(&c, "root_victim_ganged"), "no");
         assert_eq!(check(&c, "bob_victim_ganged"), "no");
-        assert_eq!(check(&c, "state_after_trust"), "enabled");
+        assert_enabled(&c, "state_after_trust");
     });
 }
 
@@ -328,8 +321,8 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
         let out = run_scenario("maps", "1x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
-        assert_eq!(check(&c, "state_when_full"), "enabled");
-        assert_eq!(check(&c, "state_after"), "enabled");
+        assert_enabled(&c, "state_when_full");
+        assert_enabled(&c, "state_after");
         // Told when a map fills and when it has room again, not on every
         // refresh while it is full (4-8 refreshes here); the overload may
         // fill it twice as its threads come and go (one CI run: 2 and 2).
@@ -380,7 +373,7 @@ fn stats_and_sigterm_are_answered_while_scanning() {
         let c = checks(&out);
         assert_eq!(check(&c, "idle_threads"), "10001");
         for run in ["baseline", "scanning"] {
-            assert_eq!(check(&c, &format!("state_before_term_{run}")), "enabled");
+            assert_enabled(&c, &format!("state_before_term_{run}"));
             assert_eq!(check(&c, &format!("sky_exit_{run}")), "0");
         }
         assert_eq!(check(&c, "dmesg_errors"), "0");
@@ -485,7 +478,7 @@ fn smt_pairing_puts_pm_writers_beside_compute() {
         // Without hints (and no PMU in the VM) there are no classes: pairing
         // stays out of the way and SKY-1 runs as before.
         for sched in ["sky", "sky-nohints"] {
-            assert_eq!(check(&c, &format!("state_after_{sched}")), "enabled");
+            assert_enabled(&c, &format!("state_after_{sched}"));
         }
         let totals = report::lines_with(&out, "stats total:");
         assert_eq!(totals.len(), 2, "a stats total line per scx_sky run");
@@ -509,7 +502,7 @@ fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
-        assert_eq!(check(&c, "state_after_sky"), "enabled");
+        assert_enabled(&c, "state_after_sky");
         let shares = smt_shares(&out, &["eevdf", "sky"]);
         assert_paired("2x2x2", &shares[1]);
     });
@@ -568,7 +561,7 @@ fn gang_scenario(args: &str, form: &str) -> String {
     let c = checks(&out);
     assert_clean_exit(&c);
     assert!(!c.contains_key("trace_failed"), "an observer run failed");
-    assert_eq!(check(&c, "state_after_sky"), "enabled");
+    assert_enabled(&c, "state_after_sky");
     assert_eq!(check(&c, "gangs_cli_exit"), "0", "scx_sky gangs failed");
     let sky_part = out
         .split_once("run scheduler=sky")
@@ -666,8 +659,8 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
         let out = run_scenario("pmu", "1x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
-        assert_eq!(check(&c, "state_after_software"), "enabled");
-        assert_eq!(check(&c, "state_after_auto"), "enabled");
+        assert_enabled(&c, "state_after_software");
+        assert_enabled(&c, "state_after_auto");
         assert!(
             out.contains("PMU (software): counting cycles instructions llc-misses on 4 CPUs"),
             "the software counters were not opened"
@@ -865,7 +858,7 @@ fn policies_switch_at_runtime_without_a_reload() {
             stat(&storm, "switches") >= 30.0 * STORM_MIN_PER_S,
             "{storm:?}"
         );
-        assert_eq!(check(&c, "state_after_storm"), "enabled");
+        assert_enabled(&c, "state_after_storm");
         // One enable for the whole run, and no disable but the final one.
         assert_eq!(check(&c, "enabled_lines"), "1");
         assert_eq!(check(&c, "disable_reasons"), "unregistered-from-user-space");
@@ -888,11 +881,7 @@ fn hostile_load_with_hotplug_never_stalls() {
         let out = run_scenario("hostile", "2x2x2");
         let c = checks(&out);
         assert_eq!(check(&c, "load_exit"), "0", "the hostile load failed");
-        assert_eq!(
-            check(&c, "state_after_hostile"),
-            "enabled",
-            "scx_sky was ejected"
-        );
+        assert_enabled(&c, "state_after_hostile");
         assert_clean_exit(&c);
         let kinds = report::lines_with(&out, "result workload=hostile kind=");
         assert_eq!(kinds.len(), 7, "a kind of hostile thread is missing");
@@ -944,7 +933,7 @@ fn nice_weights_hold_and_every_preset_is_healthy() {
             "nice 0 vs 5 got {got:.2}x the CPU, weights say {want:.2}x: {share:?}"
         );
         for policy in ["sky1", "sky1-strict", "vtime"] {
-            assert_eq!(check(&c, &format!("state_after_{policy}")), "enabled");
+            assert_enabled(&c, &format!("state_after_{policy}"));
             let run = report::lines_with(&out, &format!("result policy={policy} "));
             assert_eq!(run.len(), 1, "{policy} printed no result");
             assert!(stat(&run[0], "passes") > 0.0, "{policy}: no work done");

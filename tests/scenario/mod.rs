@@ -64,8 +64,15 @@ pub fn run_scenario_clocked(
         out.status,
         vm::tail(&out.output, 60)
     );
-    // What the host took from the run, for a failure's output.
+    // What the host took from the run, for a failure's output, and once
+    // more past the test harness's capture, so that every CI log shows
+    // each VM run's time.
     eprintln!("sky-vm: {}", out.host);
+    let _ = writeln!(
+        std::io::stderr(),
+        "sky-vm: scenario {scenario} {args} on {topology}: {}",
+        out.host
+    );
     note_host_lost(out.host.lost_share());
     out.output
 }
@@ -128,9 +135,9 @@ pub const HOST_ATTEMPTS: u32 = 3;
 /// Runs a VM test's `body`. If it fails and the host took more than
 /// [`HOST_LOST_SHARE_RETRY`] of one of its runs, it runs again, up to
 /// [`HOST_ATTEMPTS`] in all, and the last attempt decides; a failure on a
-/// quiet host fails at once. Each attempt's figures stay in the output
-/// (a failed one's panic, and a line naming the retry that is printed
-/// even when the test passes).
+/// quiet host fails at once, and so does a [`SCHEDULER_FAULT`] on any
+/// host. Each attempt's figures stay in the output (a failed one's panic,
+/// and a line naming the retry that is printed even when the test passes).
 pub fn on_a_quiet_host(body: impl Fn()) {
     for attempt in 1..=HOST_ATTEMPTS {
         HOST_LOST_MAX.with(|m| m.set(0.0));
@@ -138,16 +145,19 @@ pub fn on_a_quiet_host(body: impl Fn()) {
             return;
         };
         let lost = host_lost_share();
-        if lost <= HOST_LOST_SHARE_RETRY || attempt == HOST_ATTEMPTS {
-            panic::resume_unwind(failure);
-        }
-        // Written to the stream itself, not captured with the test's
-        // output, so that a retry shows in the log of a run that passes.
         let why = failure
             .downcast_ref::<String>()
             .map(String::as_str)
             .or_else(|| failure.downcast_ref::<&str>().copied())
             .unwrap_or("(no message)");
+        if lost <= HOST_LOST_SHARE_RETRY
+            || attempt == HOST_ATTEMPTS
+            || why.contains(SCHEDULER_FAULT)
+        {
+            panic::resume_unwind(failure);
+        }
+        // Written to the stream itself, not captured with the test's
+        // output, so that a retry shows in the log of a run that passes.
         let _ = writeln!(
             std::io::stderr(),
             "sky-vm: {} failed (attempt {attempt} of {HOST_ATTEMPTS}) while the host took \
@@ -187,16 +197,34 @@ pub fn trace_group<'a>(groups: &'a [Fields], name: &str) -> &'a Fields {
 }
 
 /// Clean unload and a kernel log free of sched_ext errors.
+/// Marks a failure no host can excuse: the scheduler was ejected, hung or
+/// logged errors. `on_a_quiet_host` never measures it again.
+pub const SCHEDULER_FAULT: &str = "scheduler fault:";
+
+/// scx_sky was still the scheduler at the check `key` (the watchdog
+/// ejects it, leaving "disabled", when a task waits SCX_TIMEOUT_MS).
+pub fn assert_enabled(c: &Fields, key: &str) {
+    assert_eq!(
+        check(c, key),
+        "enabled",
+        "{SCHEDULER_FAULT} scx_sky was no longer the scheduler at {key}"
+    );
+}
+
 pub fn assert_clean_exit(c: &Fields) {
     assert!(
         !c.contains_key("sky_stop_timeout"),
-        "scx_sky did not detach when asked (the `stuck:` lines show where it was)"
+        "{SCHEDULER_FAULT} scx_sky did not detach when asked (the `stuck:` lines show where it was)"
     );
-    assert_eq!(check(c, "sky_exit"), "0", "scx_sky did not exit cleanly");
+    assert_eq!(
+        check(c, "sky_exit"),
+        "0",
+        "{SCHEDULER_FAULT} scx_sky did not exit cleanly"
+    );
     assert_eq!(
         check(c, "dmesg_errors"),
         "0",
-        "dmesg reports scheduler errors"
+        "{SCHEDULER_FAULT} dmesg reports scheduler errors"
     );
 }
 
@@ -213,6 +241,18 @@ mod tests {
             assert_eq!(RUNS.fetch_add(1, Ordering::Relaxed), 0, "ran twice");
             note_host_lost(HOST_LOST_SHARE_RETRY / 2.0);
             panic!("a bound");
+        });
+    }
+
+    #[test]
+    #[should_panic(expected = "did not exit cleanly")]
+    fn an_unclean_exit_is_never_measured_again_however_busy_the_host() {
+        static RUNS: AtomicU32 = AtomicU32::new(0);
+        on_a_quiet_host(|| {
+            assert_eq!(RUNS.fetch_add(1, Ordering::Relaxed), 0, "ran twice");
+            note_host_lost(1.0);
+            let c = checks("check sky_exit=1\ncheck dmesg_errors=0\n");
+            assert_clean_exit(&c);
         });
     }
 

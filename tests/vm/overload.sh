@@ -27,6 +27,7 @@ churn_run() {
 
 overload_run() {
 	churn_run
+	began=$(date +%s)
 	half=$((threads / 2))
 	sky-work sleepers --threads "$half" --seconds "$secs" &
 	first=$!
@@ -37,6 +38,9 @@ overload_run() {
 	echo "check first_sleepers_exit=$?"
 	wait "$second"
 	echo "check second_sleepers_exit=$?"
+	# Wall time of the sleepers phase: making, measuring and joining the
+	# threads, all under the load they make.
+	echo "check sleepers_phase_${sched}_s=$(($(date +%s) - began))"
 }
 
 for sched in ${4:-eevdf sky}; do

@@ -39,11 +39,14 @@ pub fn release_bin(name: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Runs a command, failing with its name and status if it fails.
+/// Runs a command, failing with its name and status if it fails. Says how
+/// long it took, so a CI log shows where its time goes.
 pub fn run(cmd: &mut Command) -> Result<()> {
+    let started = std::time::Instant::now();
     let status = cmd
         .status()
         .with_context(|| format!("starting {:?}", cmd.get_program()))?;
+    eprintln!("xtask: {:.0} s: {:?}", started.elapsed().as_secs_f64(), cmd);
     if !status.success() {
         bail!("{:?} failed: {status}", cmd);
     }
