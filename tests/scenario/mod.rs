@@ -196,10 +196,15 @@ pub fn trace_group<'a>(groups: &'a [Fields], name: &str) -> &'a Fields {
         .unwrap_or_else(|| panic!("the trace saw no wait of {name}: {groups:?}"))
 }
 
-/// Clean unload and a kernel log free of sched_ext errors.
 /// Marks a failure no host can excuse: the scheduler was ejected, hung or
 /// logged errors. `on_a_quiet_host` never measures it again.
 pub const SCHEDULER_FAULT: &str = "scheduler fault:";
+
+/// The check `key` (an exit status, a count of kernel errors) is 0; if not,
+/// `what` went wrong, a [`SCHEDULER_FAULT`].
+pub fn assert_no_fault(c: &Fields, key: &str, what: &str) {
+    assert_eq!(check(c, key), "0", "{SCHEDULER_FAULT} {what}");
+}
 
 /// scx_sky was still the scheduler at the check `key` (the watchdog
 /// ejects it, leaving "disabled", when a task waits SCX_TIMEOUT_MS).
@@ -211,21 +216,14 @@ pub fn assert_enabled(c: &Fields, key: &str) {
     );
 }
 
+/// Clean unload and a kernel log free of sched_ext errors.
 pub fn assert_clean_exit(c: &Fields) {
     assert!(
         !c.contains_key("sky_stop_timeout"),
         "{SCHEDULER_FAULT} scx_sky did not detach when asked (the `stuck:` lines show where it was)"
     );
-    assert_eq!(
-        check(c, "sky_exit"),
-        "0",
-        "{SCHEDULER_FAULT} scx_sky did not exit cleanly"
-    );
-    assert_eq!(
-        check(c, "dmesg_errors"),
-        "0",
-        "{SCHEDULER_FAULT} dmesg reports scheduler errors"
-    );
+    assert_no_fault(c, "sky_exit", "scx_sky did not exit cleanly");
+    assert_no_fault(c, "dmesg_errors", "dmesg reports scheduler errors");
 }
 
 #[cfg(test)]
