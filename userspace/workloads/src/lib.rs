@@ -18,6 +18,7 @@ pub mod relabel;
 pub mod schbench;
 pub mod share;
 pub mod sleepers;
+pub mod slow_wakes;
 pub mod smt_pair;
 pub mod smt_share;
 pub mod switch_latency;

@@ -8,8 +8,10 @@
 
 use crate::gang_share::GangShare;
 use crate::placement::Placement;
+use crate::slow_wakes::SlowWakes;
 use crate::smt_share::SmtShare;
 use anyhow::{bail, Result};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 /// One scheduler tracepoint line, as far as waits need it.
@@ -27,8 +29,12 @@ pub enum Event<'a> {
     },
     Wakeup {
         ts_ns: u64,
+        /// Where the wakeup ran: the waker's CPU.
+        cpu: u32,
         pid: u32,
         comm: &'a str,
+        /// The CPU the kernel woke it for (older formats may lack it).
+        target_cpu: Option<u32>,
     },
     /// `sched_migrate_task`: the kernel moved a task's CPU (possibly to
     /// the same one).
@@ -42,31 +48,16 @@ pub enum Event<'a> {
     /// A timer interrupt (x86 `local_timer_entry`): a busy CPU has one
     /// every tick, so their absence on every CPU means the machine stood
     /// still.
-    Tick {
-        ts_ns: u64,
-    },
+    Tick { ts_ns: u64 },
     /// A reschedule IPI sent to @cpu (`ipi_send_cpu` without a callback).
-    ReschedSent {
-        ts_ns: u64,
-        cpu: u32,
-    },
+    ReschedSent { ts_ns: u64, cpu: u32 },
     /// @cpu took a reschedule IPI (x86 `reschedule_entry`).
-    ReschedTaken {
-        ts_ns: u64,
-        cpu: u32,
-    },
+    ReschedTaken { ts_ns: u64, cpu: u32 },
     /// The task running on @cpu renamed itself (exec, `PR_SET_NAME`):
     /// `task_rename`, which fires only for the current task.
-    Rename {
-        ts_ns: u64,
-        cpu: u32,
-        comm: &'a str,
-    },
+    Rename { ts_ns: u64, cpu: u32, comm: &'a str },
     /// A line a script wrote to trace_marker.
-    Marker {
-        ts_ns: u64,
-        text: &'a str,
-    },
+    Marker { ts_ns: u64, text: &'a str },
     /// trace_pipe's `CPU:N [LOST M EVENTS]`: the buffer overflowed.
     Lost(u64),
 }
@@ -157,8 +148,10 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
     } else {
         Some(Event::Wakeup {
             ts_ns,
+            cpu,
             pid: field(fields, " pid=")?.parse().ok()?,
             comm: between(fields, "comm=", " pid=")?,
+            target_cpu: field(fields, "target_cpu=").and_then(|t| t.parse().ok()),
         })
     }
 }
@@ -290,6 +283,8 @@ pub struct WaitBook {
     pub gangs: GangShare,
     /// Where tasks ran: last-CPU share, migrations, wake-up latency.
     pub placement: Placement,
+    /// What the slow wakeups had in common.
+    pub slow_wakes: SlowWakes,
     pub rt_waits: u64,
     pub lost_events: u64,
     pub events: u64,
@@ -332,6 +327,7 @@ impl WaitBook {
                 self.gangs.renamed(cpu, comm);
             }
             Event::ReschedSent { ts_ns, cpu } => {
+                self.slow_wakes.resched_sent(cpu, ts_ns);
                 self.resched_sent.entry(cpu).or_insert(ts_ns);
             }
             Event::ReschedTaken { ts_ns, cpu } => {
@@ -347,15 +343,22 @@ impl WaitBook {
                     self.last_hotplug_end_ns = ts_ns;
                 }
             }
-            Event::Wakeup { ts_ns, pid, comm } => {
+            Event::Wakeup {
+                ts_ns,
+                cpu,
+                pid,
+                comm,
+                target_cpu,
+            } => {
                 // A task woken while it still runs (it had not gone to
                 // sleep yet) does not start waiting.
                 if pid != 0 && !self.running.contains_key(&pid) {
                     let certain =
                         self.seen.contains(&pid) || self.cpus_switched.len() >= self.cpus_expected;
-                    self.runnable_since
-                        .entry(pid)
-                        .or_insert_with(|| (ts_ns, comm.to_string(), certain, true));
+                    if let Entry::Vacant(e) = self.runnable_since.entry(pid) {
+                        e.insert((ts_ns, comm.to_string(), certain, true));
+                        self.slow_wakes.woken(pid, cpu, target_cpu);
+                    }
                 }
             }
             Event::Migrate {
@@ -394,7 +397,14 @@ impl WaitBook {
                 }
                 self.smt.switched(cpu, next_pid, next_comm);
                 self.gangs.switched(cpu, next_pid, next_comm);
-                if let Some((since, _, _, woken)) = self.runnable_since.remove(&next_pid) {
+                let began = self.runnable_since.remove(&next_pid);
+                if let Some((since, _, _, true)) = began.as_ref().filter(|_| next_prio >= 100) {
+                    self.slow_wakes
+                        .ran(next_pid, next_comm, cpu, prev_comm, *since, ts_ns);
+                } else {
+                    self.slow_wakes.forget(next_pid);
+                }
+                if let Some((since, _, _, woken)) = began {
                     if next_prio < 100 {
                         self.rt_waits += 1;
                     } else {
@@ -498,6 +508,7 @@ impl WaitBook {
         let open = self.open_waits();
         let open_max = open.first().map(|o| o.2 / 1000).unwrap_or(0);
         out.extend(self.placement.lines());
+        out.extend(self.slow_wakes.lines());
         out.extend(self.smt.line());
         out.extend(self.gangs.line());
         out.push(format!(

@@ -40,8 +40,10 @@ fn lines_parse_whatever_the_comm_holds() {
         parse_line(new),
         Some(Event::Wakeup {
             ts_ns: 5_500_000_000,
+            cpu: 2,
             pid: 10,
-            comm: "sh"
+            comm: "sh",
+            target_cpu: Some(2),
         })
     );
     assert_eq!(parse_line("CPU:3 [LOST 17 EVENTS]"), Some(Event::Lost(17)));
@@ -316,5 +318,30 @@ fn absurd_timestamps_are_not_events() {
     assert_eq!(
         parse_line("sh-9 [002] ..... 18446744073.9: sched_wakeup: comm=a pid=1 prio=1"),
         None
+    );
+}
+
+#[test]
+fn slow_wakeups_are_explained_and_preempted_tasks_are_not_wakeups() {
+    let lines = [
+        // ping (pid 9) woken from CPU 0 for CPU 1, runs there 20 ms later
+        // after the hog.
+        wakeup("1.000000", "ping", 9),
+        switch("1.020000", 1, ("burn", 4, "R"), ("ping", 9, 120)),
+        // The hog was preempted (runnable), not woken: it runs again on
+        // CPU 2 much later, and is no slow wakeup.
+        switch("1.090000", 2, ("swapper/2", 0, "R"), ("burn", 4, 120)),
+    ];
+    let b = book(&lines);
+    let g = &b.slow_wakes.groups["ping"];
+    assert_eq!((g.count, g.on_target, g.target_was_waker), (1, 1, 0));
+    assert_eq!(g.behind["burn"], 1);
+    assert!(!b.slow_wakes.groups.contains_key("burn"));
+    assert!(
+        b.lines().iter().any(
+            |l| l.starts_with("result observer=trace slow_wakes group=ping over_ms=5 count=1 ")
+        ),
+        "{:?}",
+        b.lines()
     );
 }

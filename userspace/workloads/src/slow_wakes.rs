@@ -1,0 +1,175 @@
+//! Why wakeups were slow, from the scheduler tracepoints, for any
+//! scheduler: for every wakeup that waited longer than `SLOW_WAKE_NS`
+//! before its task ran, where it was woken from (the waker's CPU), where
+//! the kernel put it (`sched_wakeup`'s target CPU), where it ran, whether
+//! a reschedule IPI was sent to that CPU while it waited, and which task
+//! that CPU ran last before it (what it waited behind). A wake tail has a
+//! few causes that these tell apart: queued behind a hog on a busy CPU
+//! with no preemption (no IPI, behind a hog), a preemption whose IPI was
+//! slow to land (IPI sent), or a move to another CPU (target not where it
+//! ran).
+
+use crate::trace_waits::group_of;
+use std::collections::{BTreeMap, HashMap};
+
+/// A wakeup slower than this is explained (5 ms: beyond a tick at HZ=250,
+/// so it waited for more than the next slice end).
+pub const SLOW_WAKE_NS: u64 = 5_000_000;
+
+/// Where a pending wakeup came from.
+#[derive(Debug, Clone, Copy)]
+struct Woken {
+    waker_cpu: u32,
+    target_cpu: Option<u32>,
+}
+
+/// What the slow wakeups of one group of tasks had in common.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlowGroup {
+    pub count: u64,
+    /// Ran on the CPU the kernel's wakeup named.
+    pub on_target: u64,
+    /// The target was the waker's own CPU (a synchronous hand-off).
+    pub target_was_waker: u64,
+    /// A reschedule IPI was sent to the CPU it ran on while it waited.
+    pub ipi_sent: u64,
+    /// Group of the task that CPU switched from to run it -> count.
+    pub behind: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SlowWakes {
+    pending: HashMap<u32, Woken>,
+    /// CPU -> the last time a reschedule IPI was sent to it.
+    resched_sent: HashMap<u32, u64>,
+    pub groups: BTreeMap<String, SlowGroup>,
+}
+
+impl SlowWakes {
+    /// @pid was woken by a task on @waker_cpu, for @target_cpu.
+    pub fn woken(&mut self, pid: u32, waker_cpu: u32, target_cpu: Option<u32>) {
+        self.pending.insert(
+            pid,
+            Woken {
+                waker_cpu,
+                target_cpu,
+            },
+        );
+    }
+
+    pub fn resched_sent(&mut self, cpu: u32, ts_ns: u64) {
+        self.resched_sent.insert(cpu, ts_ns);
+    }
+
+    /// @pid (@comm), woken at @since_ns, switched in on @cpu at @ts_ns,
+    /// after @prev_comm.
+    pub fn ran(
+        &mut self,
+        pid: u32,
+        comm: &str,
+        cpu: u32,
+        prev_comm: &str,
+        since_ns: u64,
+        ts_ns: u64,
+    ) {
+        let Some(w) = self.pending.remove(&pid) else {
+            return;
+        };
+        if ts_ns.saturating_sub(since_ns) <= SLOW_WAKE_NS {
+            return;
+        }
+        let g = self.groups.entry(group_of(comm).to_string()).or_default();
+        g.count += 1;
+        g.on_target += u64::from(w.target_cpu == Some(cpu));
+        g.target_was_waker += u64::from(w.target_cpu == Some(w.waker_cpu));
+        g.ipi_sent += u64::from(self.resched_sent.get(&cpu).is_some_and(|&t| t >= since_ns));
+        *g.behind.entry(group_of(prev_comm).to_string()).or_default() += 1;
+    }
+
+    /// A task that ran without a wakeup in between (switched out runnable)
+    /// is no longer a pending wakeup.
+    pub fn forget(&mut self, pid: u32) {
+        self.pending.remove(&pid);
+    }
+
+    /// One line per group with slow wakeups: `behind` lists the three
+    /// groups they waited behind most often.
+    pub fn lines(&self) -> Vec<String> {
+        self.groups
+            .iter()
+            .map(|(name, g)| {
+                let mut behind: Vec<_> = g.behind.iter().collect();
+                behind.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                let behind: Vec<String> = behind
+                    .iter()
+                    .take(3)
+                    .map(|(n, c)| format!("{}:{c}", n.replace(' ', "_")))
+                    .collect();
+                format!(
+                    "result observer=trace slow_wakes group={name} over_ms={} count={} \
+                     on_target={} target_was_waker={} ipi_sent={} behind={}",
+                    SLOW_WAKE_NS / 1_000_000,
+                    g.count,
+                    g.on_target,
+                    g.target_was_waker,
+                    g.ipi_sent,
+                    if behind.is_empty() {
+                        "-".to_string()
+                    } else {
+                        behind.join(",")
+                    }
+                )
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_slow_wakeups_are_explained_by_where_they_went_and_what_they_waited_behind() {
+        let mut s = SlowWakes::default();
+        // Fast: not counted.
+        s.woken(1, 0, Some(0));
+        s.ran(1, "ping", 0, "burn", 1_000, 2_000_000);
+        // Slow, a hand-off to the waker's CPU, run there behind a hog.
+        s.woken(2, 3, Some(3));
+        s.ran(2, "ping", 3, "burn", 10_000_000, 30_000_000);
+        // Slow, sent to CPU 1, run on CPU 2 after an IPI to it.
+        s.woken(3, 0, Some(1));
+        s.resched_sent(2, 12_000_000);
+        s.ran(3, "ping", 2, "kworker/2:1", 11_000_000, 40_000_000);
+        // An IPI before the wait began does not count.
+        s.woken(4, 0, Some(2));
+        s.ran(4, "ping", 2, "burn", 50_000_000, 60_000_000);
+        // Switched in with no wakeup pending: nothing to explain.
+        s.ran(5, "ping", 1, "burn", 0, 90_000_000);
+        let g = &s.groups["ping"];
+        assert_eq!(g.count, 3);
+        assert_eq!(g.on_target, 2);
+        assert_eq!(g.target_was_waker, 1);
+        assert_eq!(g.ipi_sent, 1);
+        assert_eq!(g.behind["burn"], 2);
+        let lines = s.lines();
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].contains(
+                "count=3 on_target=2 target_was_waker=1 ipi_sent=1 behind=burn:2,kworker:1"
+            ),
+            "{}",
+            lines[0]
+        );
+    }
+
+    #[test]
+    fn a_forgotten_wakeup_is_not_explained() {
+        let mut s = SlowWakes::default();
+        s.woken(7, 0, None);
+        s.forget(7);
+        s.ran(7, "ping", 0, "burn", 0, 50_000_000);
+        assert!(s.groups.is_empty());
+        assert!(s.lines().is_empty());
+    }
+}
