@@ -12,8 +12,9 @@
  *   waited the bound minus two periods to the rescue queue, which every
  *   CPU serves before anything else, and kicks a CPU that may run it: an
  *   idle one if any, else one it may use, whose current task is
- *   preempted. So a task runs by the bound, give or take the kernel's
- *   scheduling latency.
+ *   preempted (under overload only once the task waited the whole bound:
+ *   sky_kick_for_rescue). So a task runs by the bound, give or take the
+ *   kernel's scheduling latency.
  *
  * - Grace alarms. When an idle CPU leaves a warm task for its own CPU
  *   (grace.bpf.h), the alarm fires when the grace runs out and wakes an
@@ -61,22 +62,6 @@ struct {
  */
 static u64 sky_bound_due;
 
-/*
- * The bound in force: starve_ns, unless more tasks are runnable than it
- * serves. Then waits cannot all stay under it however tasks are ordered,
- * and a bound held anyway turns every task into a rescue, so the rescue
- * queue becomes the scheduler (FIFO, a preempting kick per task, no
- * affinity). Instead the bound grows to twice a round: the time all
- * runnable tasks take to run once each on the CPUs online, runnable x the
- * time a CPU spends per task / CPUs. That time is a minimum slice at
- * least, or what the CPUs measure (sky_cpu_starts, load.bpf.h: under TCG
- * a switch alone can take longer than slice_min_ns). Twice, because the queues
- * are not equally long. At most bound_max_ns. The queues serve the tasks
- * in vtime order with slices shrunk to slice_min_ns (vtime.bpf.h):
- * round-robin within each queue, last-CPU affinity kept. Followed by
- * every scan (sky_bound_follow, below).
- */
-static u64 sky_bound_load_ns;
 /* Starts in all at the scan before the last (load.bpf.h counts them). */
 static u64 sky_starts_seen;
 /* The time a CPU spent per task started, averaged over scans. */
@@ -87,12 +72,6 @@ static u64 sky_per_start_ns;
  * most 1 s. Set by the daemon from the timeout it gives the kernel.
  */
 const volatile u64 bound_max_ns = 1000000000ULL;
-
-/* More tasks are runnable than starve_ns serves: the bound has grown. */
-static __always_inline bool sky_bound_grown(void)
-{
-	return sky_bound_load_ns > sky_cfg.starve_ns;
-}
 
 /* The bound in force: starve_ns, or the load-following bound when larger. */
 static __always_inline u64 sky_bound_ns(void)
@@ -168,8 +147,15 @@ static __always_inline void sky_bound_keep_watch(u64 now)
 	sky_bound_arm(now, sky_rescue_period_ns());
 }
 
-/* Wakes a CPU to run the rescued @p: an idle one, else preempts one. */
-static __always_inline void sky_kick_for_rescue(const struct task_struct *p)
+/*
+ * Wakes a CPU to run the rescued @p: an idle one, else preempts one.
+ * Under overload (the bound has grown) only an idle one, unless @p is
+ * @overdue (it waited the whole bound): every CPU reaches a slice end
+ * within a minimum slice and serves the rescue queue first, far inside a
+ * grown bound, so a preempting kick (an IPI and a switch) per rescue only
+ * costs the CPUs time.
+ */
+static __always_inline void sky_kick_for_rescue(const struct task_struct *p, bool overdue)
 {
 	s32 cpu = sky_claim_idle_in(p->cpus_ptr);
 
@@ -177,6 +163,8 @@ static __always_inline void sky_kick_for_rescue(const struct task_struct *p)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
+	if (sky_bound_grown() && !overdue)
+		return;
 	cpu = scx_bpf_pick_any_cpu(p->cpus_ptr, 0);
 	if (cpu >= 0)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
@@ -272,12 +260,12 @@ __noinline u64 sky_rescue_scan(u64 dsq, u64 now, u32 max)
 		}
 		if (dsq == SKY_DSQ_RESCUE) {
 			if (queued >= sky_bound_ns())
-				sky_kick_for_rescue(p);
+				sky_kick_for_rescue(p, true);
 			continue;
 		}
 		if (scx_bpf_dsq_move(&it, p, SKY_DSQ_RESCUE, 0)) {
 			sky_stat_inc(SKY_STAT_STARVATION_RESCUES);
-			sky_kick_for_rescue(p);
+			sky_kick_for_rescue(p, false);
 		}
 	}
 	bpf_iter_scx_dsq_destroy(&it);

@@ -24,6 +24,7 @@
 #define __SKY_BURST_BPF_H
 
 #include "sky.bpf.h"
+#include "load.bpf.h"
 
 /* Is the latency path on? */
 static __always_inline bool sky_lat_on(void)
@@ -75,13 +76,14 @@ static __always_inline bool sky_is_short(const struct sky_task *tctx)
 /*
  * The burst term of @p's queue key: its burst, or its run since it woke if
  * longer, at most a slice, in vtime (scaled by its weight). 0 with the
- * latency path off.
+ * latency path off, and under overload.
  */
 static __always_inline u64 sky_burst_term(const struct task_struct *p, const struct sky_task *tctx)
 {
 	u64 burst;
 
-	if (!tctx || !sky_lat_on())
+	/* Under overload every task takes its turn (load.bpf.h). */
+	if (!tctx || !sky_lat_on() || sky_bound_grown())
 		return 0;
 	burst = tctx->awake_ns > tctx->burst_ns ? tctx->awake_ns : tctx->burst_ns;
 	if (burst > sky_cfg.slice_ns)

@@ -199,6 +199,7 @@ enum sky_stat_idx {
 	SKY_STAT_DISPATCH_LOCAL_SCANS,	/* such scans of only the queues that CPU serves: too many tasks queued to scan all */
 	SKY_STAT_LEFT_TO_OTHERS,	/* kicks and alarms left to other CPUs by a CPU going offline */
 	SKY_STAT_KERNEL_FIRST,		/* kernel threads served first because the bound had grown under overload */
+	SKY_STAT_BUSY_STEALS,		/* tasks a busy CPU with an empty queue took from a sibling at its slice end */
 	SKY_STAT_LATE_RUNS,		/* runs that began after more than starve_ms plus a slice in scx_sky's queues */
 	SKY_STAT_WAIT_NS,		/* total nanoseconds tasks spent queued */
 	/* Run time by class: keep these four in enum sky_class order. */

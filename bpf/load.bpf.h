@@ -51,6 +51,32 @@ static u64 sky_cpu_starts[SKY_MAX_CPUS];
 static u64 sky_sampled_starts;
 static u32 sky_sampled_online;
 static u64 sky_sampled_queued;
+/*
+ * The bound in force: starve_ns, unless more tasks are runnable than it
+ * serves. Then waits cannot all stay under it however tasks are ordered,
+ * and a bound held anyway turns every task into a rescue, so the rescue
+ * queue becomes the scheduler (FIFO, a preempting kick per task, no
+ * affinity). Instead the bound grows to twice a round: the time all
+ * runnable tasks take to run once each on the CPUs online, runnable x the
+ * time a CPU spends per task / CPUs. That time is a minimum slice at
+ * least, or what the CPUs measure (sky_cpu_starts, above: under TCG a
+ * switch alone can take longer than slice_min_ns). Twice, because the
+ * queues are not equally long. At most bound_max_ns. The queues serve the tasks
+ * in vtime order with slices shrunk to slice_min_ns (vtime.bpf.h), and
+ * with no sleeper credit or burst term: round-robin within each queue,
+ * last-CPU affinity kept. Followed by
+ * every scan (sky_bound_follow, bound.bpf.h). Kept here, beside the load
+ * it follows, because queue order (vtime.bpf.h, burst.bpf.h) depends on
+ * it too.
+ */
+static u64 sky_bound_load_ns;
+
+/* More tasks are runnable than starve_ns serves: the bound has grown. */
+static __always_inline bool sky_bound_grown(void)
+{
+	return sky_bound_load_ns > sky_cfg.starve_ns;
+}
+
 /* Scratch for the domain sums, written by the sampler only. */
 static u32 sky_llc_load_sum[SKY_MAX_LLCS];
 static u32 sky_llc_load_cpus[SKY_MAX_LLCS];

@@ -22,7 +22,9 @@
  *           waiting (latency.bpf.h): an idle CPU near, else preemption.
  * Dispatch: the rescue queue; own and domain queue by vtime; a sibling's
  *           task whose grace ran out (grace.bpf.h); another domain's task
- *           that is LLC-cold or waited out its grace.
+ *           that is LLC-cold or waited out its grace. A busy CPU with an
+ *           empty queue takes a sibling's task at its slice end on the
+ *           same terms (sky1_balance_at_slice_end).
  */
 #ifndef __SKY_SKY1_BPF_H
 #define __SKY_SKY1_BPF_H
@@ -224,11 +226,12 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 }
 
 /*
- * Takes a task waiting for another CPU of @cpu's domain @llc whose grace
- * ran out, else one of another domain (nearest first). If none may be
- * taken yet, the alarm is set for when the first one may.
+ * Takes a task waiting for another CPU of @cpu's domain @llc that another
+ * CPU may take now (grace.bpf.h). Returns 0 if one moved to @cpu, else the
+ * nanoseconds until one may ((u64)-1: none waits). Global: verified once,
+ * for both callers.
  */
-static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
+__noinline u64 sky1_steal_in_llc(s32 cpu, u32 llc, u64 now)
 {
 	u64 next = (u64)-1, left;
 	s32 owner;
@@ -241,12 +244,28 @@ static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
 		if (owner == cpu || scx_bpf_dsq_nr_queued(sky_cpu_dsq(owner)) <= 0)
 			continue;
 		left = sky1_steal_from(sky_cpu_dsq(owner), owner, cpu, now);
-		if (!left) {
-			sky_stat_inc(SKY_STAT_STEALS_IN_LLC);
-			return true;
-		}
+		if (!left)
+			return 0;
 		if (left < next)
 			next = left;
+	}
+	return next;
+}
+
+/*
+ * Takes a task waiting for another CPU of @cpu's domain @llc whose grace
+ * ran out, else one of another domain (nearest first). If none may be
+ * taken yet, the alarm is set for when the first one may.
+ */
+static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
+{
+	u64 next, left;
+	u32 i;
+
+	next = sky1_steal_in_llc(cpu, llc, now);
+	if (!next) {
+		sky_stat_inc(SKY_STAT_STEALS_IN_LLC);
+		return true;
 	}
 	bpf_for(i, 1, nr_llcs) {
 		u64 dsq = sky_llc_dsq((llc + i) % nr_llcs);
@@ -264,6 +283,26 @@ static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
 	if (next != (u64)-1)
 		sky_bound_arm(now, next);
 	return false;
+}
+
+/*
+ * @cpu's slice ran out with nothing waiting for it but @prev, which would
+ * run on: it takes a sibling's waiting task instead if an idle CPU might
+ * (its grace ran out and its CPU is overloaded, or it waited out the
+ * patience, or it is short), as an idle CPU would. Without this, a domain
+ * whose CPUs are all busy balances only through the starvation rescue:
+ * one CPU cycles its queue while the others run their one task on, and
+ * the waits in the long queue reach the bound. Only within the domain (a
+ * gang stays home) and only from a CPU with an empty queue (it carries
+ * the least load a busy CPU can: the move balances, it does not churn).
+ * @prev is queued again on this CPU and runs next here.
+ */
+static __always_inline bool sky1_balance_at_slice_end(s32 cpu, u32 llc, u64 now)
+{
+	if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0 || sky1_steal_in_llc(cpu, llc, now))
+		return false;
+	sky_stat_inc(SKY_STAT_BUSY_STEALS);
+	return true;
 }
 
 /*
@@ -312,7 +351,7 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 
 		if (!(ptctx && ptctx->yielded) && sky1_behind(own_head, own_frame, lag) &&
 		    sky1_behind(shared_head, shared_frame, lag))
-			return false;
+			return sky1_balance_at_slice_end(cpu, llc, now);
 	}
 	first = own;
 	second = shared;

@@ -16,11 +16,14 @@
  * task started out of order (rescued, or handed over directly) cannot
  * throw it forward; a domain queue's clock moves at the mean pace of its
  * CPUs' clocks (the CPUs add to it without a lock: a step lost now and
- * then only nudges the order of the domain queue). A task's place is its lag: its vtime minus the clock of
- * the queue it is in. It keeps its lag, but at most a sleeper credit
- * behind (so a sleeper can neither monopolise the CPU on wakeup nor be
- * starved by tasks that never sleep); moving to another queue it keeps no
- * lag ahead, so a task from a CPU of fast vtime is not made to wait.
+ * then only nudges the order of the domain queue). A task's place is its
+ * lag: its vtime minus the clock of the queue it is in. It keeps its lag,
+ * but at most a sleeper credit behind (so a sleeper can neither
+ * monopolise the CPU on wakeup nor be starved by tasks that never sleep);
+ * moving to another queue it keeps no lag ahead, so a task from a CPU of
+ * fast vtime is not made to wait. Under overload (load.bpf.h) there is no
+ * credit: a round is longer than any credit, and each waking sleeper would
+ * come in ahead of tasks that waited most of it.
  *
  * A queue's key for a task is its vtime plus its burst term (burst.bpf.h:
  * a short sleeper sorts ahead of a hog); the term rides in dsq_vtime only
@@ -36,6 +39,7 @@
 
 #include "sky.bpf.h"
 #include "topology.bpf.h"
+#include "load.bpf.h"
 #include "burst.bpf.h"
 
 static u64 sky_cpu_vclock[SKY_MAX_CPUS];
@@ -78,7 +82,11 @@ static __always_inline u64 sky_vtime_of(const struct task_struct *p, const struc
  */
 static __always_inline s64 sky_lag_carried(s64 lag, s32 from, s32 to)
 {
-	s64 behind = -(s64)sky_cfg.sleeper_credit_ns;
+	/*
+	 * Under overload a credit lets each waking sleeper in ahead of tasks
+	 * that have waited longer: no credit then, the queue is a round.
+	 */
+	s64 behind = sky_bound_grown() ? 0 : -(s64)sky_cfg.sleeper_credit_ns;
 
 	if (lag < behind)
 		lag = behind;
