@@ -295,10 +295,16 @@ static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
  * the waits in the long queue reach the bound. Only within the domain (a
  * gang stays home) and only from a CPU with an empty queue (it carries
  * the least load a busy CPU can: the move balances, it does not churn).
- * @prev is queued again on this CPU and runs next here.
+ * @prev is queued again on this CPU and runs next here. Not on a core
+ * where SMT pairing places tasks (this CPU or its sibling runs a class
+ * that pairs): that slice end is the pairing's repair (smt.bpf.h), and a
+ * task taken blind could land beside its own kind.
  */
 static __always_inline bool sky1_balance_at_slice_end(s32 cpu, u32 llc, u64 now)
 {
+	if (sky_smt_pairing() && (sky_smt_pairs(sky_cpu_kind[sky_cpu_idx(cpu)]) ||
+				  sky_smt_pairs(sky_sibling_kind(cpu))))
+		return false;
 	if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0 || sky1_steal_in_llc(cpu, llc, now))
 		return false;
 	sky_stat_inc(SKY_STAT_BUSY_STEALS);
