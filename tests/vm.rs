@@ -427,9 +427,15 @@ fn stats_and_sigterm_are_answered_while_scanning() {
 /// On 2026-11-26, five runs on 2x2x2 (a fresh-clone CI run's among them)
 /// lost 0.022-0.242 of their time to the host, and got paired
 /// 0.785-0.917 and beside compute 0.521-0.707 (0.917 / 0.679 at 0.022;
-/// EEVDF in the same boots 0.55-0.60 / 0.38-0.49). Whether the quiet-host
-/// figures above still hold for this build is open: no quiet hour came to
-/// measure them.
+/// EEVDF in the same boots 0.55-0.60 / 0.38-0.49). Later that day on a
+/// quiet host (lost share at most 0.001), three runs of that build
+/// (efe6823) got paired 0.919-0.966 and beside compute 0.725-0.797, and
+/// three with busy CPUs balancing at slice ends (kept off cores where
+/// pairing places tasks) 0.919-0.954 and 0.698-0.789. Without that
+/// guard a CI run got 0.892 / 0.660 (770 busy steals, 11-32 with it).
+///
+/// CI runs scx_sky alone (EEVDF's figures above come from runs of the
+/// scenario's default, `eevdf sky`, which the tests do not judge).
 ///
 /// The bounds sit below the worst quiet run, 0.95 / 0.65 and 0.90 / 0.62,
 /// lowered by the share of the run the host took (`host_share_floor`),
@@ -473,12 +479,12 @@ fn assert_paired(topology: &str, sky: &Fields) {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn smt_pairing_puts_pm_writers_beside_compute() {
     on_a_quiet_host(|| {
-        let out = run_scenario("smt", "1x2x2");
+        let out = run_scenario_with("smt", "10 'sky sky-nohints'", "1x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
-        let shares = smt_shares(&out, &["eevdf", "sky", "sky-nohints"]);
-        assert_paired("1x2x2", &shares[1]);
+        let shares = smt_shares(&out, &["sky", "sky-nohints"]);
+        assert_paired("1x2x2", &shares[0]);
         // Without hints (and no PMU in the VM) there are no classes: pairing
         // stays out of the way and SKY-1 runs as before.
         for sched in ["sky", "sky-nohints"] {
@@ -502,13 +508,13 @@ fn smt_pairing_puts_pm_writers_beside_compute() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
     on_a_quiet_host(|| {
-        let out = run_scenario_with("smt", "10 'eevdf sky'", "2x2x2");
+        let out = run_scenario_with("smt", "10 sky", "2x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
         assert_enabled(&c, "state_after_sky");
-        let shares = smt_shares(&out, &["eevdf", "sky"]);
-        assert_paired("2x2x2", &shares[1]);
+        let shares = smt_shares(&out, &["sky"]);
+        assert_paired("2x2x2", &shares[0]);
     });
 }
 
@@ -605,7 +611,9 @@ fn gang_scenario(args: &str, form: &str) -> String {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
     on_a_quiet_host(|| {
-        let sky = gang_scenario("5 2 'eevdf sky'", "process");
+        // scx_sky alone: EEVDF's figures (GANG_BOUNDS) come from the
+        // scenario's default, `eevdf sky`, which the test does not judge.
+        let sky = gang_scenario("5 2 sky", "process");
         // BPF homed the new gangs itself, at exec (5 rounds x 2 gangs). The
         // daemon can still win a window of about a millisecond, between exec
         // setting the name and the exec tracepoint: seven runs counted
