@@ -61,13 +61,12 @@ static u64 sky_sampled_queued;
  * time a CPU spends per task / CPUs. That time is a minimum slice at
  * least, or what the CPUs measure (sky_cpu_starts, above: under TCG a
  * switch alone can take longer than slice_min_ns). Twice, because the
- * queues are not equally long. At most bound_max_ns. The queues serve the tasks
- * in vtime order with slices shrunk to slice_min_ns (vtime.bpf.h), and
- * with no sleeper credit or burst term: round-robin within each queue,
- * last-CPU affinity kept. Followed by
- * every scan (sky_bound_follow, bound.bpf.h). Kept here, beside the load
- * it follows, because queue order (vtime.bpf.h, burst.bpf.h) depends on
- * it too.
+ * queues are not equally long. At most bound_max_ns. The queues serve the
+ * tasks in vtime order with slices shrunk to slice_min_ns (vtime.bpf.h),
+ * and with no sleeper credit or burst term: round-robin within each
+ * queue, last-CPU affinity kept. Followed by every scan (sky_bound_follow,
+ * bound.bpf.h). Kept here, beside the load it follows, because queue
+ * order (vtime.bpf.h, burst.bpf.h) depends on it too.
  */
 static u64 sky_bound_load_ns;
 

@@ -16,11 +16,13 @@ use std::collections::{BTreeMap, HashMap};
 /// so it waited for more than the next slice end).
 pub const SLOW_WAKE_NS: u64 = 5_000_000;
 
-/// Where a pending wakeup came from.
-#[derive(Debug, Clone, Copy)]
-struct Woken {
-    waker_cpu: u32,
-    target_cpu: Option<u32>,
+/// Where a wakeup came from: the waker's CPU, and the CPU the kernel woke
+/// the task for (`sched_wakeup`'s target; older formats may lack it).
+/// Kept with the wait it began (trace_waits.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Woken {
+    pub waker_cpu: u32,
+    pub target_cpu: Option<u32>,
 }
 
 /// What the slow wakeups of one group of tasks had in common.
@@ -39,42 +41,27 @@ pub struct SlowGroup {
 
 #[derive(Debug, Clone, Default)]
 pub struct SlowWakes {
-    pending: HashMap<u32, Woken>,
     /// CPU -> the last time a reschedule IPI was sent to it.
     resched_sent: HashMap<u32, u64>,
     pub groups: BTreeMap<String, SlowGroup>,
 }
 
 impl SlowWakes {
-    /// @pid was woken by a task on @waker_cpu, for @target_cpu.
-    pub fn woken(&mut self, pid: u32, waker_cpu: u32, target_cpu: Option<u32>) {
-        self.pending.insert(
-            pid,
-            Woken {
-                waker_cpu,
-                target_cpu,
-            },
-        );
-    }
-
     pub fn resched_sent(&mut self, cpu: u32, ts_ns: u64) {
         self.resched_sent.insert(cpu, ts_ns);
     }
 
-    /// @pid (@comm), woken at @since_ns, switched in on @cpu at @ts_ns,
-    /// after @prev_comm.
+    /// A task named @comm, woken as @w says at @since_ns, switched in on
+    /// @cpu at @ts_ns after @prev_comm.
     pub fn ran(
         &mut self,
-        pid: u32,
+        w: Woken,
         comm: &str,
         cpu: u32,
         prev_comm: &str,
         since_ns: u64,
         ts_ns: u64,
     ) {
-        let Some(w) = self.pending.remove(&pid) else {
-            return;
-        };
         if ts_ns.saturating_sub(since_ns) <= SLOW_WAKE_NS {
             return;
         }
@@ -84,12 +71,6 @@ impl SlowWakes {
         g.target_was_waker += u64::from(w.target_cpu == Some(w.waker_cpu));
         g.ipi_sent += u64::from(self.resched_sent.get(&cpu).is_some_and(|&t| t >= since_ns));
         *g.behind.entry(group_of(prev_comm).to_string()).or_default() += 1;
-    }
-
-    /// A task that ran without a wakeup in between (switched out runnable)
-    /// is no longer a pending wakeup.
-    pub fn forget(&mut self, pid: u32) {
-        self.pending.remove(&pid);
     }
 
     /// One line per group with slow wakeups: `behind` lists the three
@@ -128,24 +109,25 @@ impl SlowWakes {
 mod tests {
     use super::*;
 
+    fn from(waker_cpu: u32, target_cpu: u32) -> Woken {
+        Woken {
+            waker_cpu,
+            target_cpu: Some(target_cpu),
+        }
+    }
+
     #[test]
     fn only_slow_wakeups_are_explained_by_where_they_went_and_what_they_waited_behind() {
         let mut s = SlowWakes::default();
         // Fast: not counted.
-        s.woken(1, 0, Some(0));
-        s.ran(1, "ping", 0, "burn", 1_000, 2_000_000);
+        s.ran(from(0, 0), "ping", 0, "burn", 1_000, 2_000_000);
         // Slow, a hand-off to the waker's CPU, run there behind a hog.
-        s.woken(2, 3, Some(3));
-        s.ran(2, "ping", 3, "burn", 10_000_000, 30_000_000);
+        s.ran(from(3, 3), "ping", 3, "burn", 10_000_000, 30_000_000);
         // Slow, sent to CPU 1, run on CPU 2 after an IPI to it.
-        s.woken(3, 0, Some(1));
         s.resched_sent(2, 12_000_000);
-        s.ran(3, "ping", 2, "kworker/2:1", 11_000_000, 40_000_000);
+        s.ran(from(0, 1), "ping", 2, "kworker/2:1", 11_000_000, 40_000_000);
         // An IPI before the wait began does not count.
-        s.woken(4, 0, Some(2));
-        s.ran(4, "ping", 2, "burn", 50_000_000, 60_000_000);
-        // Switched in with no wakeup pending: nothing to explain.
-        s.ran(5, "ping", 1, "burn", 0, 90_000_000);
+        s.ran(from(0, 2), "ping", 2, "burn", 50_000_000, 60_000_000);
         let g = &s.groups["ping"];
         assert_eq!(g.count, 3);
         assert_eq!(g.on_target, 2);
@@ -164,12 +146,14 @@ mod tests {
     }
 
     #[test]
-    fn a_forgotten_wakeup_is_not_explained() {
+    fn a_target_the_trace_did_not_name_is_never_on_target() {
         let mut s = SlowWakes::default();
-        s.woken(7, 0, None);
-        s.forget(7);
-        s.ran(7, "ping", 0, "burn", 0, 50_000_000);
-        assert!(s.groups.is_empty());
-        assert!(s.lines().is_empty());
+        let w = Woken {
+            waker_cpu: 1,
+            target_cpu: None,
+        };
+        s.ran(w, "ping", 1, "burn", 0, 50_000_000);
+        let g = &s.groups["ping"];
+        assert_eq!((g.count, g.on_target, g.target_was_waker), (1, 0, 0));
     }
 }

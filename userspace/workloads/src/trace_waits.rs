@@ -8,10 +8,9 @@
 
 use crate::gang_share::GangShare;
 use crate::placement::Placement;
-use crate::slow_wakes::SlowWakes;
+use crate::slow_wakes::{SlowWakes, Woken};
 use crate::smt_share::SmtShare;
 use anyhow::{bail, Result};
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 /// One scheduler tracepoint line, as far as waits need it.
@@ -249,8 +248,8 @@ const GAP_NS: u64 = 5_000_000;
 #[derive(Debug, Default)]
 pub struct WaitBook {
     /// pid -> when it became runnable, its name, whether the wait is
-    /// certain (see `cpus_expected`) and whether a wakeup began it.
-    runnable_since: HashMap<u32, (u64, String, bool, bool)>,
+    /// certain (see `cpus_expected`) and, if a wakeup began it, where from.
+    runnable_since: HashMap<u32, (u64, String, bool, Option<Woken>)>,
     /// CPUs online when tracing began. Until each has switched once, a
     /// wakeup of a task never seen switching may be of one already
     /// running there (it started before the trace): such a wait, if it
@@ -355,10 +354,13 @@ impl WaitBook {
                 if pid != 0 && !self.running.contains_key(&pid) {
                     let certain =
                         self.seen.contains(&pid) || self.cpus_switched.len() >= self.cpus_expected;
-                    if let Entry::Vacant(e) = self.runnable_since.entry(pid) {
-                        e.insert((ts_ns, comm.to_string(), certain, true));
-                        self.slow_wakes.woken(pid, cpu, target_cpu);
-                    }
+                    let woken = Woken {
+                        waker_cpu: cpu,
+                        target_cpu,
+                    };
+                    self.runnable_since
+                        .entry(pid)
+                        .or_insert_with(|| (ts_ns, comm.to_string(), certain, Some(woken)));
                 }
             }
             Event::Migrate {
@@ -389,7 +391,7 @@ impl WaitBook {
                 self.placement.switched_out(prev_pid, prev_comm, ran);
                 if prev_runnable && prev_pid != 0 {
                     self.runnable_since
-                        .insert(prev_pid, (ts_ns, prev_comm.to_string(), true, false));
+                        .insert(prev_pid, (ts_ns, prev_comm.to_string(), true, None));
                 }
                 self.placement.switched_in(cpu, next_pid, next_comm);
                 if next_pid != 0 {
@@ -397,20 +399,15 @@ impl WaitBook {
                 }
                 self.smt.switched(cpu, next_pid, next_comm);
                 self.gangs.switched(cpu, next_pid, next_comm);
-                let began = self.runnable_since.remove(&next_pid);
-                if let Some((since, _, _, true)) = began.as_ref().filter(|_| next_prio >= 100) {
-                    self.slow_wakes
-                        .ran(next_pid, next_comm, cpu, prev_comm, *since, ts_ns);
-                } else {
-                    self.slow_wakes.forget(next_pid);
-                }
-                if let Some((since, _, _, woken)) = began {
+                if let Some((since, _, _, woken)) = self.runnable_since.remove(&next_pid) {
                     if next_prio < 100 {
                         self.rt_waits += 1;
                     } else {
-                        if woken {
+                        if let Some(woken) = woken {
                             self.placement
                                 .woke_and_waited(next_comm, ts_ns.saturating_sub(since));
+                            self.slow_wakes
+                                .ran(woken, next_comm, cpu, prev_comm, since, ts_ns);
                         }
                         self.file(Wait {
                             pid: next_pid,
