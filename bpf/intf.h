@@ -223,9 +223,13 @@ enum sky_stat_idx {
 	SKY_STAT_GANG_SPILLS,		/* gang threads another domain took after they waited gang_spill_ns at home */
 	SKY_STAT_GANG_EVICTIONS,	/* tasks of no gang moved off a home domain to make room for its gang */
 	SKY_STAT_GANG_RETURNS,		/* gang threads moved back to their home domain once it had room */
+	SKY_STAT_WAKEUPS,		/* tasks that woke up */
+	SKY_STAT_SHORT_WAKEUPS,		/* wakeups of tasks short then (burst.bpf.h): the latency path's work */
 	SKY_STAT_LAT_IDLE_CLAIMS,	/* short wakeups placed on an idle CPU near their busy last CPU, grace waived */
-	SKY_STAT_LAT_PREEMPTS,		/* short wakeups that preempted a batch task (SCX_ENQ_PREEMPT) */
-	SKY_STAT_SYNC_STACKS,		/* synchronous wakeups of short tasks stacked on the waker's CPU over waiting tasks */
+	SKY_STAT_LAT_PREEMPTS,		/* short wakeups that kicked a batch task's CPU to take them (SCX_KICK_PREEMPT) */
+	SKY_STAT_LAT_SHARED,		/* short wakeups queued in their domain's queue: no CPU near idle or preemptible */
+	SKY_STAT_LAT_TICK_ENDS,		/* batch slices ended at a tick because a short task waited ahead of them */
+	SKY_STAT_SYNC_QUEUED,		/* synchronous wakeups of short tasks queued in their waker's domain for its CPU to take */
 	SKY_STAT_SYNC_REFUSED,		/* synchronous wakeups not stacked on the waker's CPU: that waker runs on after them */
 	SKY_STAT_SHORT_STEALS,		/* short tasks taken from another CPU's queue without waiting out the grace */
 	SKY_STAT_YIELDS,		/* yields that gave the CPU to a queued task */

@@ -7,24 +7,32 @@
  *   else any idle CPU of its cache domain, without the affinity grace or
  *   the load test a warm task waits for: a short task's footprint is
  *   small, and what it costs to move is less than a wait behind a hog.
- * - Preemption when no CPU near is idle: it goes into a victim CPU's local
- *   queue with SCX_ENQ_PREEMPT, which reschedules that CPU at once (an
- *   IPI, not a tick). A victim runs a batch task (not short, not a
- *   per-CPU kthread) that has run latency_min_run_ns, on a CPU not
- *   preempted for latency within that time; never a task beside its SMT
- *   mate, nor a memory-bound gang's thread at home; and only a task whose
- *   key the wakee's is ahead of, so preemption never buys a task more than
- *   its share (and a task that runs just under the burst limit and sleeps
- *   10 us is not short at all: burst.bpf.h). The previous CPU is tried
- *   first, then its domain. The victim resumes on its own CPU next, behind
- *   the wakee.
- * - Synchronous wakeups stack on the waker's CPU only if the waker sleeps
+ * - Preemption when no CPU near is idle: it goes into its domain's queue
+ *   and a victim CPU is kicked with SCX_KICK_PREEMPT, which reschedules
+ *   that CPU at once (an IPI, not a tick). A victim runs a batch task
+ *   (not short, not a per-CPU kthread) that has run latency_min_run_ns,
+ *   on a CPU not preempted for latency within that time; never a task
+ *   beside its SMT mate, nor a memory-bound gang's thread at home; and
+ *   only a task whose key the wakee's is ahead of, so preemption never
+ *   buys a task more than its share (and a task that runs just under the
+ *   burst limit and sleeps 10 us is not short at all: burst.bpf.h). The
+ *   previous CPU is tried first, then its domain. The victim resumes on
+ *   its own CPU next, behind the wakee.
+ * - Waiting in the domain, not on one CPU: whichever CPU of the domain
+ *   comes first takes the wakee, the kicked victim or any other. At each
+ *   tick a batch task that has run latency_min_run_ns ends its slice if a
+ *   short task that would run next waits ahead of it (by key) in its
+ *   CPU's or its domain's queue (sky_lat_tick). The CPUs of a domain tick
+ *   at their own times, so a wakee whose kicked CPU is slow to answer (an
+ *   IPI under TCG waits for that vCPU's turn on the host, milliseconds)
+ *   runs at the domain's next tick, not at that CPU's.
+ * - Synchronous wakeups go to the waker's CPU only if the waker sleeps
  *   right after them (a pipe round trip), as measured per waker
  *   (sync_trust): a waker that spins or runs on (a shared-space member
  *   yielding in a loop) would keep the wakee waiting behind it. A short
- *   wakee of a waker sure to sleep stacks even over tasks waiting there,
- *   straight into the local queue; docs/design.md has the alternatives
- *   measured, all slower.
+ *   wakee waits for it in the waker's domain queue, by key, even with
+ *   tasks waiting there (sky_lat_sync_queue); a task that is not short
+ *   stacks in the waker's local queue when nothing waits there.
  * - Yield: a yielding task gives its CPU to the next queued task
  *   (sky1_dispatch reads tctx->yielded).
  * - Overload (more tasks runnable than starve_ns serves: the bound has
@@ -48,11 +56,12 @@ enum sky_sync_trust {
 	SKY_SYNC_TRUST_MAX	= 8,
 	/* Where a new task starts: stacks when nothing waits. */
 	SKY_SYNC_TRUST_START	= 4,
-	/* A waker stacks its wakee only from here... */
+	/* A waker stacks its wakee only from here. */
 	SKY_SYNC_TRUST_STACK	= 3,
-	/* ...and a short wakee over waiting tasks only from here. */
-	SKY_SYNC_TRUST_SURE	= 6,
 };
+
+/* A queue head that is not short is behind every running task. */
+#define SKY_LAG_NONE ((s64)(~0ULL >> 1))
 
 /* What each CPU runs, for choosing a task to preempt. */
 struct sky_cpu_run {
@@ -108,6 +117,19 @@ static __always_inline void sky_lat_stopped(s32 cpu)
 }
 
 /*
+ * Is what @cpu runs (@r) kept from latency preemption whatever the keys
+ * say: a task beside its SMT mate, or a memory-bound gang's thread at home?
+ */
+static __always_inline bool sky_lat_protected(const struct sky_cpu_run *r, s32 cpu)
+{
+	u8 kind = sky_cpu_kind[sky_cpu_idx(cpu)];
+
+	if (sky_smt_pairing() && sky_smt_pairs(kind) && sky_smt_fit(cpu, kind) == 2)
+		return true;
+	return sky_gang_at_home(r->tgid, cpu);
+}
+
+/*
  * May a wakee of vtime @vtime (in frame @vframe, @extra its burst term)
  * preempt what @cpu runs at @now? Claims the CPU if so.
  */
@@ -117,19 +139,13 @@ static __always_inline bool sky_lat_take_victim(s32 cpu, u64 vtime, s32 vframe, 
 	struct sky_cpu_run *r = sky_run_of(cpu);
 	u64 started = r->started_ns, last = r->preempted_ns, min_run = sky_cfg.latency_min_run_ns;
 	s64 lag, victim_lag;
-	u8 kind;
 
 	if (!started || now < started + min_run || now < last + min_run || !sky_cpu_is_online(cpu))
 		return false;
 	/* Its key against the victim's vtime as it runs, both in @cpu's frame. */
 	lag = sky_lag_carried(sky_vlag(vtime, vframe), vframe, sky_vframe_cpu(cpu));
 	victim_lag = sky_vlag(r->vtime + (now - started) * 100 / r->weight, cpu);
-	if (lag + (s64)extra >= victim_lag)
-		return false;
-	kind = sky_cpu_kind[sky_cpu_idx(cpu)];
-	if (sky_smt_pairing() && sky_smt_pairs(kind) && sky_smt_fit(cpu, kind) == 2)
-		return false;
-	if (sky_gang_at_home(r->tgid, cpu))
+	if (lag + (s64)extra >= victim_lag || sky_lat_protected(r, cpu))
 		return false;
 	if (__sync_val_compare_and_swap(&r->preempted_ns, last, now) != last)
 		return false;
@@ -190,14 +206,16 @@ static __always_inline s32 sky_lat_select(struct task_struct *p, struct sky_task
 }
 
 /*
- * Queues a short task woken with no CPU near idle by preempting a victim
- * (see the header comment). False if it is not short or none may be
- * preempted: SKY-1 queues it, its key ahead of the hogs'.
+ * Queues a short task whose last CPU is busy: on an idle CPU near, else in
+ * its domain's queue with a victim kicked (see the header comment). False
+ * if it is not short or under overload: SKY-1 queues it.
  */
 static __always_inline bool sky_lat_enqueue(struct task_struct *p, struct sky_task *tctx, s32 cpu,
 					    u64 enq_flags, u64 now)
 {
 	s32 victim;
+	u64 key;
+	u32 llc;
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || !sky_is_short(tctx) || !sky_task_is_free(p) ||
 	    !sky_cpu_usable(p, cpu))
@@ -217,14 +235,73 @@ static __always_inline bool sky_lat_enqueue(struct task_struct *p, struct sky_ta
 	 */
 	if (sky_bound_grown())
 		return false;
-	victim = sky_lat_victim(cpu, sky_vtime_of(p, tctx), tctx->vframe, sky_burst_term(p, tctx),
-				now);
-	if (victim < 0)
-		return false;
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | victim, sky_cfg.slice_ns,
-			   enq_flags | SCX_ENQ_PREEMPT);
-	sky_stat_inc(SKY_STAT_LAT_PREEMPTS);
+	/* A kicked victim that finds it gone (another CPU came first) runs on. */
+	llc = sky_llc_of(cpu);
+	key = sky_queue_key(p, tctx, sky_vframe_llc(llc));
+	victim = sky_lat_victim(cpu, key - tctx->key_extra, tctx->vframe, tctx->key_extra, now);
+	scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), sky_cfg.slice_ns, key, enq_flags);
+	if (victim >= 0) {
+		scx_bpf_kick_cpu(victim, SCX_KICK_PREEMPT);
+		sky_stat_inc(SKY_STAT_LAT_PREEMPTS);
+	} else {
+		sky_stat_inc(SKY_STAT_LAT_SHARED);
+	}
 	return true;
+}
+
+/*
+ * The lag of @dsq's first task in @frame if it is short, else SKY_LAG_NONE.
+ * Global: its iterator is verified once.
+ */
+__noinline s64 sky_lat_short_head_lag(u64 dsq, s32 frame)
+{
+	struct bpf_iter_scx_dsq it;
+	struct task_struct *p;
+	s64 lag = SKY_LAG_NONE;
+
+	if (scx_bpf_dsq_nr_queued(dsq) <= 0)
+		return lag;
+	bpf_iter_scx_dsq_new(&it, dsq, 0);
+	p = bpf_iter_scx_dsq_next(&it);
+	if (p && sky_is_short(sky_task_of(p)))
+		lag = sky_vlag(p->scx.dsq_vtime, frame);
+	bpf_iter_scx_dsq_destroy(&it);
+	return lag;
+}
+
+/*
+ * A tick on @cpu, which runs @p: a batch task that has run
+ * latency_min_run_ns ends its slice now if a short task waits ahead of it
+ * (by key, as sky1_dispatch compares them at a slice end) in this CPU's
+ * queue or its domain's. Each CPU of a domain ticks at its own time, so a
+ * short task waits for the domain's next tick, with no IPI, rather than
+ * for its last CPU's slice end.
+ */
+static __always_inline void sky_lat_tick(struct task_struct *p, s32 cpu)
+{
+	struct sky_cpu_run *r = sky_run_of(cpu);
+	struct task_struct *own_head;
+	struct sky_task *tctx;
+	u32 llc = sky_llc_of(cpu);
+	s64 lag, own_lag;
+	u64 now;
+
+	if (!sky_lat_on() || !r->started_ns || r->pid != p->pid || sky_bound_grown())
+		return;
+	now = scx_bpf_now();
+	if (now < r->started_ns + sky_cfg.latency_min_run_ns || sky_lat_protected(r, cpu))
+		return;
+	tctx = sky_task_of(p);
+	lag = sky_vlag(sky_vtime_live(p, tctx, now) + sky_burst_term(p, tctx), sky_vframe_cpu(cpu));
+	/* The domain's head runs next only if it is ahead of this CPU's own. */
+	own_head = sky_peek(sky_cpu_dsq(cpu));
+	own_lag = own_head ? sky_vlag(own_head->scx.dsq_vtime, sky_vframe_cpu(cpu)) : SKY_LAG_NONE;
+	if (sky_lat_short_head_lag(sky_cpu_dsq(cpu), sky_vframe_cpu(cpu)) >= lag &&
+	    sky_lat_short_head_lag(sky_llc_dsq(llc), sky_vframe_llc(llc)) >=
+		    (own_lag < lag ? own_lag : lag))
+		return;
+	scx_bpf_task_set_slice(p, 0);
+	sky_stat_inc(SKY_STAT_LAT_TICK_ENDS);
 }
 
 /*
@@ -276,11 +353,11 @@ static __always_inline void sky_lat_sync_settle(struct sky_task *tctx, bool slep
 }
 
 /*
- * May a synchronous wakeup of @wakee stack on the waker's CPU @cpu? With
- * the latency path off, when nothing waits there (SKY-1 as before). Else
- * only for a waker that sleeps right after its synchronous wakeups, and
- * over tasks waiting there only for a short wakee of a waker sure to
- * sleep. @waker is what sky_lat_sync_woke returned.
+ * May a synchronous wakeup of @wakee go to the waker's CPU @cpu? With the
+ * latency path off, when nothing waits there (SKY-1 as before). Else only
+ * for a waker that sleeps right after its synchronous wakeups, and with
+ * tasks waiting there only for a short wakee (which sky_lat_sync_queue
+ * queues by key). @waker is what sky_lat_sync_woke returned.
  */
 static __always_inline bool sky_lat_may_stack(const struct sky_task *wakee,
 					      const struct sky_task *waker, s32 cpu)
@@ -294,12 +371,31 @@ static __always_inline bool sky_lat_may_stack(const struct sky_task *wakee,
 		sky_stat_inc(SKY_STAT_SYNC_REFUSED);
 		return false;
 	}
-	if (!waiting)
-		return true;
 	/* Under overload, no task jumps the waiters (sky_lat_enqueue). */
-	if (!sky_is_short(wakee) || waker->sync_trust < SKY_SYNC_TRUST_SURE || sky_bound_grown())
+	return !waiting || (sky_is_short(wakee) && !sky_bound_grown());
+}
+
+/*
+ * A short wakee going to its waker's CPU @cpu (sky_lat_may_stack) waits in
+ * that CPU's domain queue by key, not in its local queue: the waker's CPU
+ * takes it the moment the waker sleeps, as its key is ahead of batch
+ * tasks', and if that CPU is slow to (a vCPU the host stalls, a CPU lost
+ * to interrupts) any CPU of the domain takes it at its next tick
+ * (sky_lat_tick); in the local queue it would wait for that one CPU, and
+ * ahead of tasks waiting there whatever their keys. False (not queued)
+ * for a task that is not short, or under overload.
+ */
+static __always_inline bool sky_lat_sync_queue(struct task_struct *p, struct sky_task *tctx,
+					       s32 cpu)
+{
+	u32 llc = sky_llc_of(cpu);
+
+	if (!sky_is_short(tctx) || sky_bound_grown())
 		return false;
-	sky_stat_inc(SKY_STAT_SYNC_STACKS);
+	tctx->queued_at_ns = scx_bpf_now();
+	scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), sky_cfg.slice_ns,
+				 sky_queue_key(p, tctx, sky_vframe_llc(llc)), 0);
+	sky_stat_inc(SKY_STAT_SYNC_QUEUED);
 	return true;
 }
 

@@ -202,17 +202,26 @@ void BPF_STRUCT_OPS(sky_tick, struct task_struct *p)
 {
 	SKY_CFG_PIN();
 
-	sky_smt_restate(scx_bpf_task_cpu(p), p);
-	sky_gang_tick(scx_bpf_task_cpu(p), p);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	sky_smt_restate(cpu, p);
+	sky_gang_tick(cpu, p);
+	sky_lat_tick(p, cpu);
 }
 
 void BPF_STRUCT_OPS(sky_runnable, struct task_struct *p, u64 enq_flags)
 {
+	SKY_CFG_PIN();
 	struct sky_task *tctx = sky_task_of(p);
 	u64 now = scx_bpf_now();
 
 	if (!tctx)
 		return;
+	if (enq_flags & SCX_ENQ_WAKEUP) {
+		sky_stat_inc(SKY_STAT_WAKEUPS);
+		if (sky_is_short(tctx))
+			sky_stat_inc(SKY_STAT_SHORT_WAKEUPS);
+	}
 	tctx->last_sleep_ns = sky_sleep_ns(tctx, now);
 	tctx->slept_at_ns = 0;
 	sky_burst_woke(tctx, now);

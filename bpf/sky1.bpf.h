@@ -74,6 +74,8 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 	tctx->cold = 0;
 	cpu = sky1_sync_target(p, tctx, waker, wake_flags);
 	if (cpu >= 0) {
+		if (sky_lat_sync_queue(p, tctx, cpu))
+			return cpu;
 		*direct = true;
 		sky_stat_inc(SKY_STAT_SYNC_HANDOFFS);
 		return cpu;

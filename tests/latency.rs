@@ -96,8 +96,11 @@ fn the_latency_path_shortens_wakeups_beside_hogs() {
         assert_eq!(totals.len(), 2, "a stats total line per scx_sky run");
         assert!(stat(&totals[0], "lat_preempts") > 0.0, "{:?}", totals[0]);
         for key in [
+            "short_wakeups",
             "lat_preempts",
             "lat_idle_claims",
+            "lat_shared",
+            "lat_tick_ends",
             "sync_refused",
             "short_steals",
         ] {

@@ -32,6 +32,8 @@ pub struct GroupPlacement {
     pub migrations: u64,
     /// Waits from a wakeup to the switch-in, µs.
     pub wake_waits_us: Vec<u64>,
+    /// CPU time its tasks ran (switch-in to switch-out).
+    pub run_ns: u64,
 }
 
 impl GroupPlacement {
@@ -93,6 +95,7 @@ impl Placement {
         let t = self.task(pid, comm);
         t.switch_outs += 1;
         t.run_ns += ran_ns.unwrap_or(0);
+        self.group(comm).run_ns += ran_ns.unwrap_or(0);
     }
 
     /// How evenly `group`'s tasks ran: the 10th and 90th percentile of
@@ -137,7 +140,7 @@ impl Placement {
                 format!(
                     "result observer=trace placement group={name} switch_ins={} \
                      last_cpu_share={} migrations={} wakes={} wake_p50_us={} wake_p90_us={} \
-                     wake_p99_us={} wake_max_us={}",
+                     wake_p99_us={} wake_max_us={} run_ms={}",
                     g.switch_ins,
                     g.last_cpu_share().map_or("-".into(), |s| format!("{s:.4}")),
                     g.migrations,
@@ -146,6 +149,7 @@ impl Placement {
                     crate::percentile(&mut wakes, 90.0),
                     crate::percentile(&mut wakes, 99.0),
                     wakes.iter().max().copied().unwrap_or(0),
+                    g.run_ns / 1_000_000,
                 )
             })
             .collect()
@@ -185,7 +189,7 @@ mod tests {
         p.switched_in(1, 10, "loop-a");
         p.switched_out(10, "loop-a", Some(100));
         p.switched_in(1, 10, "loop-a");
-        p.switched_out(10, "loop-a", Some(100));
+        p.switched_out(10, "loop-a", Some(2_000_000));
         p.migrated(10, "loop-a", 1, 1);
         p.migrated(10, "loop-a", 1, 2);
         p.switched_in(2, 10, "loop-a");
@@ -197,17 +201,20 @@ mod tests {
         assert_eq!(g.last_cpu_share(), Some(0.5));
         assert_eq!(g.migrations, 1, "set_task_cpu to the same CPU is none");
         let t = &p.tasks[&10];
-        assert_eq!((t.switch_ins, t.switch_outs, t.run_ns), (3, 2, 200));
+        assert_eq!((t.switch_ins, t.switch_outs, t.run_ns), (3, 2, 2_000_100));
+        assert_eq!(g.run_ns, 2_000_100, "the group's run time is its tasks'");
         assert_eq!(p.groups["loop-b"].last_cpu_share(), None);
         assert!(!p.tasks.contains_key(&0));
         let lines = p.lines();
         assert!(lines[0].contains("group=loop-a switch_ins=3 last_cpu_share=0.5000 migrations=1 wakes=1 wake_p50_us=7 "), "{lines:?}");
+        assert!(lines[0].ends_with(" run_ms=2"), "{lines:?}");
         assert!(lines[1].contains("last_cpu_share=- "), "{lines:?}");
         let tasks = p.task_lines("loop-a");
         assert_eq!(tasks.len(), 1);
         assert!(
-            tasks[0]
-                .ends_with("pid=10 comm=loop-a switch_ins=3 switch_outs=2 migrations=1 run_us=0"),
+            tasks[0].ends_with(
+                "pid=10 comm=loop-a switch_ins=3 switch_outs=2 migrations=1 run_us=2000"
+            ),
             "{tasks:?}"
         );
     }

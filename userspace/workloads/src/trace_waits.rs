@@ -34,6 +34,9 @@ pub enum Event<'a> {
         comm: &'a str,
         /// The CPU the kernel woke it for (older formats may lack it).
         target_cpu: Option<u32>,
+        /// The task that ran the wakeup (the waker, when the wakeup ran
+        /// on its CPU).
+        waker_pid: Option<u32>,
     },
     /// `sched_migrate_task`: the kernel moved a task's CPU (possibly to
     /// the same one).
@@ -96,6 +99,11 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
         .find_map(|t| t.strip_prefix('[')?.strip_suffix(']'))?
         .parse()
         .ok()?;
+    // `comm-pid` just before the CPU: the task the event ran in.
+    let current_pid = tokens
+        .next()
+        .and_then(|t| t.rsplit_once('-'))
+        .and_then(|(_, pid)| pid.parse().ok());
     match event {
         "local_timer_entry" => return Some(Event::Tick { ts_ns }),
         "reschedule_entry" => return Some(Event::ReschedTaken { ts_ns, cpu }),
@@ -151,6 +159,7 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
             pid: field(fields, " pid=")?.parse().ok()?,
             comm: between(fields, "comm=", " pid=")?,
             target_cpu: field(fields, "target_cpu=").and_then(|t| t.parse().ok()),
+            waker_pid: current_pid,
         })
     }
 }
@@ -348,6 +357,7 @@ impl WaitBook {
                 pid,
                 comm,
                 target_cpu,
+                waker_pid,
             } => {
                 // A task woken while it still runs (it had not gone to
                 // sleep yet) does not start waiting.
@@ -357,6 +367,8 @@ impl WaitBook {
                     let woken = Woken {
                         waker_cpu: cpu,
                         target_cpu,
+                        waker_pid,
+                        target_starts: target_cpu.map_or(0, |t| self.slow_wakes.started_on(t)),
                     };
                     self.runnable_since
                         .entry(pid)
@@ -394,6 +406,7 @@ impl WaitBook {
                         .insert(prev_pid, (ts_ns, prev_comm.to_string(), true, None));
                 }
                 self.placement.switched_in(cpu, next_pid, next_comm);
+                self.slow_wakes.switched(cpu);
                 if next_pid != 0 {
                     self.running.insert(next_pid, (cpu, ts_ns));
                 }
@@ -406,8 +419,14 @@ impl WaitBook {
                         if let Some(woken) = woken {
                             self.placement
                                 .woke_and_waited(next_comm, ts_ns.saturating_sub(since));
-                            self.slow_wakes
-                                .ran(woken, next_comm, cpu, prev_comm, since, ts_ns);
+                            self.slow_wakes.ran(
+                                woken,
+                                next_comm,
+                                cpu,
+                                (prev_pid, prev_comm),
+                                since,
+                                ts_ns,
+                            );
                         }
                         self.file(Wait {
                             pid: next_pid,

@@ -44,6 +44,7 @@ fn lines_parse_whatever_the_comm_holds() {
             pid: 10,
             comm: "sh",
             target_cpu: Some(2),
+            waker_pid: Some(9),
         })
     );
     assert_eq!(parse_line("CPU:3 [LOST 17 EVENTS]"), Some(Event::Lost(17)));
