@@ -84,6 +84,19 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, sky_cfg.slice_ns, enq_flags);
 		return;
 	}
+	/*
+	 * A CPU on its way offline may kick no other (topology.bpf.h), and
+	 * every path below but SKY-1's may: from here tasks queue for SKY-1,
+	 * which wakes no CPU from a leaving one. A move a tick decided for a
+	 * gang is dropped (its slice stays zero while it is pending).
+	 */
+	if (sky_cpu_here_leaving()) {
+		if (tctx)
+			tctx->gang_target = -1;
+		sky1_enqueue(p, tctx, cpu, enq_flags, now);
+		sky_bound_keep_watch(now);
+		return;
+	}
 	/* The kernel's own work waits no grown bound (bound.bpf.h). */
 	if (sky_bound_kernel_first(p, enq_flags))
 		return;
