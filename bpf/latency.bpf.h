@@ -122,11 +122,7 @@ static __always_inline void sky_lat_stopped(s32 cpu)
  */
 static __always_inline bool sky_lat_protected(const struct sky_cpu_run *r, s32 cpu)
 {
-	u8 kind = sky_cpu_kind[sky_cpu_idx(cpu)];
-
-	if (sky_smt_pairing() && sky_smt_pairs(kind) && sky_smt_fit(cpu, kind) == 2)
-		return true;
-	return sky_gang_at_home(r->tgid, cpu);
+	return sky_smt_beside_mate(cpu) || sky_gang_at_home(r->tgid, cpu);
 }
 
 /*

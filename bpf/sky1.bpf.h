@@ -19,7 +19,9 @@
  *           round trip) goes to the waker's CPU when nothing else waits
  *           there: the data the task needs is in that CPU's cache.
  *           A short task (burst.bpf.h) takes the latency path instead of
- *           waiting (latency.bpf.h): an idle CPU near, else preemption.
+ *           waiting (latency.bpf.h): an idle CPU near, else its domain's
+ *           queue and a preempted CPU; a short wakee of such a waker
+ *           waits for the waker's CPU in that CPU's domain queue.
  * Dispatch: the rescue queue; own and domain queue by vtime; a sibling's
  *           task whose grace ran out (grace.bpf.h); another domain's task
  *           that is LLC-cold or waited out its grace. A busy CPU with an
@@ -58,8 +60,9 @@ static __always_inline s32 sky1_sync_target(const struct task_struct *p,
 
 /*
  * Wakeup placement. Returns the CPU to run on and sets *direct when the
- * task goes straight to that CPU's local queue. @waker: the waker's state
- * from sky_lat_sync_woke (NULL if not a synchronous wakeup).
+ * task goes straight to that CPU's local queue (a short wakee of a sync
+ * waker is queued here already: sky_lat_sync_queue). @waker: the waker's
+ * state from sky_lat_sync_woke (NULL if not a synchronous wakeup).
  */
 static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
 					   const struct sky_task *waker, bool *direct)
@@ -357,8 +360,12 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 		s64 lag = sky_vlag(sky_vtime_live(prev, ptctx, now) + sky_burst_term(prev, ptctx),
 				   own_frame);
 
+		/*
+		 * The domain's queue (short wakees wait there) does not split
+		 * an SMT pair: other CPUs serve it.
+		 */
 		if (!(ptctx && ptctx->yielded) && sky1_behind(own_head, own_frame, lag) &&
-		    sky1_behind(shared_head, shared_frame, lag))
+		    (sky1_behind(shared_head, shared_frame, lag) || sky_smt_beside_mate(cpu)))
 			return sky1_balance_at_slice_end(cpu, llc, now);
 	}
 	first = own;

@@ -169,6 +169,18 @@ static __always_inline u32 sky_smt_fit(s32 cpu, u32 class)
 	return kind == sky_smt_mate(class) ? 2 : kind == class ? 0 : 1;
 }
 
+/*
+ * Does what @cpu runs sit beside its SMT mate (pairing on, a PM writer
+ * beside a compute task or the reverse)? Such a pair is not split for
+ * latency: no short task preempts it or takes its CPU at a slice end.
+ */
+static __always_inline bool sky_smt_beside_mate(s32 cpu)
+{
+	u8 kind = sky_cpu_kind[sky_cpu_idx(cpu)];
+
+	return sky_smt_pairing() && sky_smt_pairs(kind) && sky_smt_fit(cpu, kind) == 2;
+}
+
 /* Nothing waits for @cpu: what it runs is alone there. */
 static __always_inline bool sky_cpu_lone(s32 cpu)
 {
