@@ -233,6 +233,8 @@ enum sky_stat_idx {
 	SKY_STAT_SYNC_REFUSED,		/* synchronous wakeups not stacked on the waker's CPU: that waker runs on after them */
 	SKY_STAT_SHORT_STEALS,		/* short tasks taken from another CPU's queue without waiting out the grace */
 	SKY_STAT_YIELDS,		/* yields that gave the CPU to a queued task */
+	SKY_STAT_PARTNER_SPLITS,	/* wakeups placed on an idle CPU near their last CPU because a partner ran there */
+	SKY_STAT_PARTNER_STEALS,	/* tasks taken from a CPU that ran their partner without waiting out the grace */
 	SKY_NR_STATS,
 };
 

@@ -63,14 +63,14 @@ enum sky_sync_trust {
 /* A queue head that is not short is behind every running task. */
 #define SKY_LAG_NONE ((s64)(~0ULL >> 1))
 
-/* What each CPU runs, for choosing a task to preempt. */
+/* What each CPU runs, for choosing a task to preempt (and partners.bpf.h). */
 struct sky_cpu_run {
 	/* When the running task started; 0 if it may not be preempted. */
 	u64 started_ns;
 	/* Its vtime when it started, in the CPU's frame, and its weight. */
 	u64 vtime;
 	u32 weight;
-	/* Its process (for its gang) and thread ID. */
+	/* Its process (for its gang) and thread ID; pid 0: nothing runs. */
 	u32 tgid;
 	u32 pid;
 	/* The thread preempted for latency here, which resumes here next. */
@@ -101,19 +101,23 @@ static __always_inline void sky_lat_started(struct task_struct *p, struct sky_ta
 	 * leaves no claim behind.
 	 */
 	r->victim_pid = 0;
+	/* Who runs here, for partners.bpf.h too. */
+	r->tgid = p->tgid;
+	r->pid = p->pid;
 	if (!sky_lat_on())
 		return;
 	r->started_ns = batch ? now : 0;
 	r->vtime = p->scx.dsq_vtime;
 	r->weight = p->scx.weight ?: 1;
-	r->tgid = p->tgid;
-	r->pid = p->pid;
 }
 
-/* @cpu's task stopped: nothing there to preempt until the next starts. */
+/* @cpu's task stopped: nothing runs there to preempt or to wait for. */
 static __always_inline void sky_lat_stopped(s32 cpu)
 {
-	sky_run_of(cpu)->started_ns = 0;
+	struct sky_cpu_run *r = sky_run_of(cpu);
+
+	r->started_ns = 0;
+	r->pid = 0;
 }
 
 /*
@@ -277,7 +281,6 @@ static __always_inline void sky_lat_tick(struct task_struct *p, s32 cpu)
 {
 	struct sky_cpu_run *r = sky_run_of(cpu);
 	struct task_struct *own_head;
-	struct sky_task *tctx;
 	u32 llc = sky_llc_of(cpu);
 	s64 lag, own_lag;
 	u64 now;
@@ -287,12 +290,14 @@ static __always_inline void sky_lat_tick(struct task_struct *p, s32 cpu)
 	now = scx_bpf_now();
 	if (now < r->started_ns + sky_cfg.latency_min_run_ns || sky_lat_protected(r, cpu))
 		return;
-	tctx = sky_task_of(p);
-	lag = sky_vlag(sky_vtime_live(p, tctx, now) + sky_burst_term(p, tctx), sky_vframe_cpu(cpu));
-	/* The domain's head runs next only if it is ahead of this CPU's own. */
+	lag = sky_running_lag(p, sky_task_of(p), cpu, now);
+	/*
+	 * The domain's head runs next only if it is ahead of this CPU's own;
+	 * the own head is looked at again (is it short?) only if it is ahead.
+	 */
 	own_head = sky_peek(sky_cpu_dsq(cpu));
 	own_lag = own_head ? sky_vlag(own_head->scx.dsq_vtime, sky_vframe_cpu(cpu)) : SKY_LAG_NONE;
-	if (sky_lat_short_head_lag(sky_cpu_dsq(cpu), sky_vframe_cpu(cpu)) >= lag &&
+	if ((own_lag >= lag || sky_lat_short_head_lag(sky_cpu_dsq(cpu), sky_vframe_cpu(cpu)) >= lag) &&
 	    sky_lat_short_head_lag(sky_llc_dsq(llc), sky_vframe_llc(llc)) >=
 		    (own_lag < lag ? own_lag : lag))
 		return;
@@ -384,13 +389,10 @@ static __always_inline bool sky_lat_may_stack(const struct sky_task *wakee,
 static __always_inline bool sky_lat_sync_queue(struct task_struct *p, struct sky_task *tctx,
 					       s32 cpu)
 {
-	u32 llc = sky_llc_of(cpu);
-
 	if (!sky_is_short(tctx) || sky_bound_grown())
 		return false;
 	tctx->queued_at_ns = scx_bpf_now();
-	scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), sky_cfg.slice_ns,
-				 sky_queue_key(p, tctx, sky_vframe_llc(llc)), 0);
+	sky_queue_in_llc(p, tctx, sky_llc_of(cpu), 0);
 	sky_stat_inc(SKY_STAT_SYNC_QUEUED);
 	return true;
 }

@@ -21,9 +21,12 @@
  *           A short task (burst.bpf.h) takes the latency path instead of
  *           waiting (latency.bpf.h): an idle CPU near, else its domain's
  *           queue and a preempted CPU; a short wakee of such a waker
- *           waits for the waker's CPU in that CPU's domain queue.
+ *           waits for the waker's CPU in that CPU's domain queue. A task
+ *           whose previous CPU runs its partner (partners.bpf.h) takes an
+ *           idle CPU near too.
  * Dispatch: the rescue queue; own and domain queue by vtime; a sibling's
- *           task whose grace ran out (grace.bpf.h); another domain's task
+ *           task whose grace ran out (grace.bpf.h) or whose CPU runs its
+ *           partner; another domain's task
  *           that is LLC-cold or waited out its grace. A busy CPU with an
  *           empty queue takes a sibling's task at its slice end on the
  *           same terms (sky1_balance_at_slice_end).
@@ -41,6 +44,7 @@
 #include "bound.bpf.h"
 #include "gang.bpf.h"
 #include "latency.bpf.h"
+#include "partners.bpf.h"
 
 /*
  * A synchronous wakeup's target: the waker's CPU if @p may run there and
@@ -89,6 +93,8 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 		return prev_cpu;
 	}
 	cpu = sky_lat_select(p, tctx, prev_cpu);
+	if (cpu < 0)
+		cpu = sky_partner_select(p, prev_cpu);
 	if (cpu >= 0) {
 		*direct = true;
 		return cpu;
@@ -151,8 +157,7 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 		}
 	}
 	if (owner < 0) {
-		scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), slice,
-					 sky_queue_key(p, tctx, sky_vframe_llc(llc)), enq_flags);
+		sky_queue_in_llc(p, tctx, llc, enq_flags);
 		sky_stat_inc(SKY_STAT_COLD_QUEUED);
 		return;
 	}
@@ -194,6 +199,7 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 	struct bpf_iter_scx_dsq it;
 	struct task_struct *p;
 	struct sky_task *tctx;
+	bool partner;
 	u32 n, home;
 
 	bpf_iter_scx_dsq_new(&it, dsq, 0);
@@ -206,7 +212,8 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
 		tctx = sky_task_of(p);
-		left = tctx ? sky_take_left(p, tctx, owner, now) : 0;
+		partner = sky_partner_runs_on(p, owner);
+		left = tctx && !partner ? sky_take_left(p, tctx, owner, now) : 0;
 		/* A gang's thread leaves its home's queue only after the spill wait. */
 		home = owner < 0 ? sky_gang_home_of(p, false) : SKY_LLC_UNKNOWN;
 		spill = tctx ? sky_gang_spill_left(home, tctx, cpu, now) : 0;
@@ -222,6 +229,8 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 				sky_stat_inc(SKY_STAT_GANG_SPILLS);
 			if (sky_is_short(tctx))
 				sky_stat_inc(SKY_STAT_SHORT_STEALS);
+			else if (partner)
+				sky_stat_inc(SKY_STAT_PARTNER_STEALS);
 			next = 0;
 			break;
 		}
@@ -357,8 +366,7 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 	shared_head = sky_peek(shared);
 	if (!rescuing && prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
 		struct sky_task *ptctx = sky_task_of(prev);
-		s64 lag = sky_vlag(sky_vtime_live(prev, ptctx, now) + sky_burst_term(prev, ptctx),
-				   own_frame);
+		s64 lag = sky_running_lag(prev, ptctx, cpu, now);
 
 		/*
 		 * The domain's queue (short wakees wait there) does not split

@@ -203,6 +203,25 @@ static __always_inline u64 sky_vtime_live(const struct task_struct *p,
 }
 
 /*
+ * The key of @p running on @cpu, as a lag in @cpu's frame: its live vtime
+ * plus its burst term, to hold against queued tasks' keys (their lags).
+ */
+static __always_inline s64 sky_running_lag(const struct task_struct *p,
+					   const struct sky_task *tctx, s32 cpu, u64 now)
+{
+	return sky_vlag(sky_vtime_live(p, tctx, now) + sky_burst_term(p, tctx),
+			sky_vframe_cpu(cpu));
+}
+
+/* Queues @p in domain @llc's queue by its key there. */
+static __always_inline void sky_queue_in_llc(struct task_struct *p, struct sky_task *tctx,
+					     u32 llc, u64 enq_flags)
+{
+	scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), sky_cfg.slice_ns,
+				 sky_queue_key(p, tctx, sky_vframe_llc(llc)), enq_flags);
+}
+
+/*
  * Charges @p for the time it ran since it started, scaled by its weight;
  * returns that time.
  */

@@ -247,9 +247,13 @@ impl<'a> Scheduler<'a> {
     }
 
     /// PMU counters for CPUs that came online (see `pmu_cpus`).
+    /// (sysfs is read only when counters are open: under TCG that read,
+    /// every loop, cost more than the rest of the loop.)
     fn follow_pmu_cpus(&mut self) {
-        let (Some((open, Some(_), cpus)), Some(online)) = (&mut self.pmu, PmuCpus::online_now())
-        else {
+        let Some((open, Some(_), cpus)) = &mut self.pmu else {
+            return;
+        };
+        let Some(online) = PmuCpus::online_now() else {
             return;
         };
         cpus.follow(&online, open, &self.skel.maps.sky_pmu_events);

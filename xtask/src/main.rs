@@ -383,6 +383,8 @@ fn test() -> Result<()> {
         "--test",
         "latency",
         "--test",
+        "partners",
+        "--test",
         "overload",
         "--test",
         "eval",

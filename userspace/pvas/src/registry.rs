@@ -48,6 +48,7 @@ pub struct Registry {
     /// [`Registry::over_caps`] when [`Registry::over_caps_news`] last
     /// told it.
     over_told: Vec<(u32, usize)>,
+    mounts: mounts::MountTable,
 }
 
 impl Registry {
@@ -79,6 +80,7 @@ impl Registry {
             users: BTreeMap::new(),
             stale: true,
             over_told: Vec::new(),
+            mounts: mounts::MountTable::new(),
         }
     }
 
@@ -103,7 +105,7 @@ impl Registry {
         if dirty.is_empty() {
             return false;
         }
-        let mounts = mounts::mounts().unwrap_or_default();
+        let mounts = self.mounts.current();
         let mut changed = false;
         for uid in dirty {
             changed |= self.list_user(uid, &mounts);
@@ -146,7 +148,7 @@ impl Registry {
                     .collect()
             })
             .unwrap_or_default();
-        let mounts = mounts::mounts().unwrap_or_default();
+        let mounts = self.mounts.current();
         for uid in uids {
             self.list_user(uid, &mounts);
         }
@@ -287,7 +289,7 @@ impl Registry {
     /// The spaces listed (within the caps), their member tables read now;
     /// and, for `pvas ls`, the entries refused and why.
     pub fn read(&self) -> Vec<Listed> {
-        let mounts = mounts::mounts().unwrap_or_default();
+        let mounts = self.mounts.current();
         let mut out = Vec::new();
         for (uid, kept, over) in self.capped() {
             let trust = Trust::user(uid);

@@ -11,6 +11,7 @@ pub mod daemon_probe;
 pub mod gang_share;
 pub mod hostile;
 pub mod observer_check;
+pub mod partners;
 pub mod pingpong;
 pub mod placement;
 pub mod procstat;

@@ -7,6 +7,7 @@
 //! of every task, including one that never ends (reported as open).
 
 use crate::gang_share::GangShare;
+use crate::partners::Partners;
 use crate::placement::Placement;
 use crate::slow_wakes::{SlowWakes, Woken};
 use crate::smt_share::SmtShare;
@@ -99,11 +100,6 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
         .find_map(|t| t.strip_prefix('[')?.strip_suffix(']'))?
         .parse()
         .ok()?;
-    // `comm-pid` just before the CPU: the task the event ran in.
-    let current_pid = tokens
-        .next()
-        .and_then(|t| t.rsplit_once('-'))
-        .and_then(|(_, pid)| pid.parse().ok());
     match event {
         "local_timer_entry" => return Some(Event::Tick { ts_ns }),
         "reschedule_entry" => return Some(Event::ReschedTaken { ts_ns, cpu }),
@@ -159,7 +155,11 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
             pid: field(fields, " pid=")?.parse().ok()?,
             comm: between(fields, "comm=", " pid=")?,
             target_cpu: field(fields, "target_cpu=").and_then(|t| t.parse().ok()),
-            waker_pid: current_pid,
+            // `comm-pid` just before the CPU: the task the wakeup ran in.
+            waker_pid: tokens
+                .next()
+                .and_then(|t| t.rsplit_once('-'))
+                .and_then(|(_, pid)| pid.parse().ok()),
         })
     }
 }
@@ -251,14 +251,25 @@ const WORST_KEPT: usize = 10;
 /// CPUs running without a switch, so it is an upper bound.
 const GAP_NS: u64 = 5_000_000;
 
+/// A task that is runnable and not running: since when, its name, whether
+/// the wait is certain (see `cpus_expected`), where a wakeup that began it
+/// came from, and the partners' idle clock when it began.
+#[derive(Debug)]
+struct Runnable {
+    since_ns: u64,
+    comm: String,
+    certain: bool,
+    woken: Option<Woken>,
+    idle_mark: u64,
+}
+
 /// Follows the events and files every finished wait under its task's
 /// group. Waits of tasks switched in at a real-time priority (< 100) are
 /// counted apart: their class, not the scheduler under test, ran them.
 #[derive(Debug, Default)]
 pub struct WaitBook {
-    /// pid -> when it became runnable, its name, whether the wait is
-    /// certain (see `cpus_expected`) and, if a wakeup began it, where from.
-    runnable_since: HashMap<u32, (u64, String, bool, Option<Woken>)>,
+    /// pid -> its wait so far.
+    runnable_since: HashMap<u32, Runnable>,
     /// CPUs online when tracing began. Until each has switched once, a
     /// wakeup of a task never seen switching may be of one already
     /// running there (it started before the trace): such a wait, if it
@@ -293,6 +304,8 @@ pub struct WaitBook {
     pub placement: Placement,
     /// What the slow wakeups had in common.
     pub slow_wakes: SlowWakes,
+    /// Tasks of one group waiting behind each other while a CPU idled.
+    pub partners: Partners,
     pub rt_waits: u64,
     pub lost_events: u64,
     pub events: u64,
@@ -323,6 +336,7 @@ impl WaitBook {
         };
         self.smt.advance(ts);
         self.gangs.advance(ts);
+        self.partners.advance(ts);
         if self.last_ts_ns > 0 && ts > self.last_ts_ns + GAP_NS {
             self.gaps.push((ts, ts - self.last_ts_ns));
         }
@@ -370,9 +384,14 @@ impl WaitBook {
                         waker_pid,
                         target_starts: target_cpu.map_or(0, |t| self.slow_wakes.started_on(t)),
                     };
-                    self.runnable_since
-                        .entry(pid)
-                        .or_insert_with(|| (ts_ns, comm.to_string(), certain, Some(woken)));
+                    let idle_mark = self.partners.idle_mark();
+                    self.runnable_since.entry(pid).or_insert_with(|| Runnable {
+                        since_ns: ts_ns,
+                        comm: comm.to_string(),
+                        certain,
+                        woken: Some(woken),
+                        idle_mark,
+                    });
                 }
             }
             Event::Migrate {
@@ -402,8 +421,17 @@ impl WaitBook {
                     .map(|(_, since)| ts_ns.saturating_sub(since));
                 self.placement.switched_out(prev_pid, prev_comm, ran);
                 if prev_runnable && prev_pid != 0 {
-                    self.runnable_since
-                        .insert(prev_pid, (ts_ns, prev_comm.to_string(), true, None));
+                    let idle_mark = self.partners.idle_mark();
+                    self.runnable_since.insert(
+                        prev_pid,
+                        Runnable {
+                            since_ns: ts_ns,
+                            comm: prev_comm.to_string(),
+                            certain: true,
+                            woken: None,
+                            idle_mark,
+                        },
+                    );
                 }
                 self.placement.switched_in(cpu, next_pid, next_comm);
                 self.slow_wakes.switched(cpu);
@@ -412,7 +440,14 @@ impl WaitBook {
                 }
                 self.smt.switched(cpu, next_pid, next_comm);
                 self.gangs.switched(cpu, next_pid, next_comm);
-                if let Some((since, _, _, woken)) = self.runnable_since.remove(&next_pid) {
+                self.partners.switched(cpu, next_pid);
+                if let Some(Runnable {
+                    since_ns: since,
+                    woken,
+                    idle_mark,
+                    ..
+                }) = self.runnable_since.remove(&next_pid)
+                {
                     if next_prio < 100 {
                         self.rt_waits += 1;
                     } else {
@@ -428,6 +463,13 @@ impl WaitBook {
                                 ts_ns,
                             );
                         }
+                        self.partners.waited(
+                            next_comm,
+                            (prev_pid, prev_comm),
+                            since,
+                            idle_mark,
+                            ts_ns,
+                        );
                         self.file(Wait {
                             pid: next_pid,
                             comm: next_comm.to_string(),
@@ -473,9 +515,13 @@ impl WaitBook {
         let mut open: Vec<_> = self
             .runnable_since
             .iter()
-            .filter(|(_, (_, _, certain, _))| *certain)
-            .map(|(&pid, (since, comm, _, _))| {
-                (pid, comm.as_str(), self.last_ts_ns.saturating_sub(*since))
+            .filter(|(_, r)| r.certain)
+            .map(|(&pid, r)| {
+                (
+                    pid,
+                    r.comm.as_str(),
+                    self.last_ts_ns.saturating_sub(r.since_ns),
+                )
             })
             .collect();
         open.sort_by_key(|o| std::cmp::Reverse(o.2));
@@ -525,6 +571,10 @@ impl WaitBook {
         let open_max = open.first().map(|o| o.2 / 1000).unwrap_or(0);
         out.extend(self.placement.lines());
         out.extend(self.slow_wakes.lines());
+        out.extend(
+            self.partners
+                .lines(|g| self.placement.groups.get(g).map_or(0, |p| p.run_ns)),
+        );
         out.extend(self.smt.line());
         out.extend(self.gangs.line());
         out.push(format!(

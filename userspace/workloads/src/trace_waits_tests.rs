@@ -346,3 +346,37 @@ fn slow_wakeups_are_explained_and_preempted_tasks_are_not_wakeups() {
         b.lines()
     );
 }
+
+#[test]
+fn a_partner_ahead_on_the_cpu_while_another_idles_is_stacked() {
+    let text = [
+        // CPU 1 goes idle; CPU 0 runs member 10, and member 11 wakes.
+        switch("1.000000", 1, ("x", 5, "S"), ("swapper/1", 0, 120)),
+        switch("1.000000", 0, ("swapper/0", 0, "R"), ("pvas", 10, 120)),
+        wakeup("1.001000", "pvas", 11),
+        // It waits behind its partner on CPU 0 for 3 ms, CPU 1 idle all along.
+        switch("1.004000", 0, ("pvas", 10, "R"), ("pvas", 11, 120)),
+        // CPU 1 wakes up; member 10 waits 2 ms behind member 11 on CPU 0
+        // while nothing is idle: stacked, but no CPU idled meanwhile.
+        switch("1.004000", 1, ("swapper/1", 0, "R"), ("hog", 7, 120)),
+        switch("1.006000", 0, ("pvas", 11, "S"), ("pvas", 10, 120)),
+        // A wait behind another group's task is not stacked.
+        wakeup("1.007000", "pvas", 11),
+        switch("1.009000", 1, ("hog", 7, "R"), ("pvas", 11, 120)),
+    ];
+    let b = book(&text);
+    let g = &b.partners.groups["pvas"];
+    assert_eq!(g.stacked, 2);
+    assert_eq!(g.stacked_ns, 5_000_000);
+    assert_eq!(g.stacked_idle_ns, 3_000_000);
+    let line = b
+        .lines()
+        .into_iter()
+        .find(|l| l.contains(" partners "))
+        .expect("a partners line");
+    assert!(
+        line.contains("group=pvas stacked=2 stacked_ms=5 stacked_idle_ms=3 "),
+        "{line}"
+    );
+    assert!(!b.partners.groups.contains_key("hog"));
+}
