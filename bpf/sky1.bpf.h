@@ -212,8 +212,11 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
 		tctx = sky_task_of(p);
-		partner = sky_partner_runs_on(p, owner);
-		left = tctx && !partner ? sky_take_left(p, tctx, owner, now) : 0;
+		left = tctx ? sky_take_left(p, tctx, owner, now) : 0;
+		/* Looked up only for a task the grace holds (partners.bpf.h). */
+		partner = left && sky_partner_runs_on(p, owner);
+		if (partner)
+			left = 0;
 		/* A gang's thread leaves its home's queue only after the spill wait. */
 		home = owner < 0 ? sky_gang_home_of(p, false) : SKY_LLC_UNKNOWN;
 		spill = tctx ? sky_gang_spill_left(home, tctx, cpu, now) : 0;

@@ -118,7 +118,8 @@ fn shared_space_members_do_not_wait_behind_each_other_while_cpus_idle() {
             ratio >= ONE_COPY_MIN,
             "one-copy messages moved {ratio:.2}x EEVDF's bytes per second"
         );
-        // The rule fired (5-8 splits and steals a boot in the five), and
+        // The rule fired (2-7 wakeup splits a boot in seven boots; no
+        // steal that waived a grace in the two that counted them so), and
         // only with gangs on.
         let (on, nogangs) = (totals(sky), totals(off));
         assert!(
