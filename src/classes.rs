@@ -5,6 +5,7 @@
 
 use crate::bpf::intf;
 use crate::map_room::MapRoom;
+use crate::task_list::Listing;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
@@ -12,7 +13,7 @@ use sky_classify::pmu::{self, Counter, OpenCounters, PmuSource};
 use sky_classify::{live, replay, Class, ClassTable, Classifier, Deltas, Hints, TaskId};
 use sky_policy::Policy;
 use sky_pvas::hints::SpaceHints;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -195,13 +196,23 @@ impl ClassFeed {
             .map_or(Duration::ZERO, |t| self.period.saturating_sub(t.elapsed()))
     }
 
-    /// Does a refresh need the running tasks listed? Not with nothing that
-    /// could class a task (no hint, no PMU, no shared space writing
-    /// persistent memory): on a busy machine listing is real work.
-    pub fn wants_tasks(&self, spaces: &[SpaceHints]) -> bool {
-        !self.hints.is_empty()
-            || self.pmu.is_some()
-            || spaces.iter().any(|s| !s.pm_writers.is_empty())
+    /// The tasks a refresh must list: every one when a hint or the PMU
+    /// could class any task; only the threads of shared spaces' PM
+    /// writers when nothing else classes (every other task is unknown,
+    /// listed or not); none with nothing that could class a task.
+    pub fn listing(&self, spaces: &[SpaceHints]) -> Listing {
+        if !self.hints.is_empty() || self.pmu.is_some() {
+            return Listing::All;
+        }
+        let writers: BTreeSet<u32> = spaces
+            .iter()
+            .flat_map(|s| s.pm_writers.iter().copied())
+            .collect();
+        if writers.is_empty() {
+            Listing::Nothing
+        } else {
+            Listing::Processes(writers)
+        }
     }
 
     /// Can a task be classed memory-bound (a hint says so of some tasks,
@@ -216,7 +227,7 @@ impl ClassFeed {
     }
 
     /// Brings the class map in step with `tasks`, the tasks running now
-    /// (listed if [`ClassFeed::wants_tasks`]), and their PMU counts
+    /// (as [`ClassFeed::listing`] asks), and their PMU counts
     /// (`counts`: sky_pid_counts); `spaces`: the shared spaces now.
     pub fn refresh(
         &mut self,
@@ -342,19 +353,33 @@ fn class_of(hints: &Hints, task: &TaskId<'_>, in_space_pm_writer: bool, measured
 /// What [`PmuClasses::observe`] asks of the counts map: a subset of
 /// [`MapCore`], which is sealed, so that a fake map can stand in for it.
 trait CountsMap {
-    /// Walks the keys as `BPF_MAP_GET_NEXT_KEY` does, one call per key.
-    fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_;
-    fn lookup(&self, key: &[u8], flags: MapFlags) -> libbpf_rs::Result<Option<Vec<u8>>>;
+    /// Every entry, as (key, value): by BPF_MAP_LOOKUP_BATCH, a few calls
+    /// for thousands of tasks (a lookup per key cost 10-20 % of a CPU at
+    /// 1 000 threads every 100 ms in a TCG guest); if that returns
+    /// nothing (a kernel that refuses it, or an empty map), by a walk, one
+    /// call per key and one per value.
+    fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)>;
     fn delete(&self, key: &[u8]) -> libbpf_rs::Result<()>;
 }
 
-impl<M: MapCore> CountsMap for M {
-    fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
-        MapCore::keys(self)
-    }
+/// Entries a batch lookup asks for at once.
+const COUNTS_BATCH: u32 = 512;
 
-    fn lookup(&self, key: &[u8], flags: MapFlags) -> libbpf_rs::Result<Option<Vec<u8>>> {
-        MapCore::lookup(self, key, flags)
+impl<M: MapCore> CountsMap for M {
+    fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let batched: Vec<(Vec<u8>, Vec<u8>)> = self
+            .lookup_batch(COUNTS_BATCH, MapFlags::ANY, MapFlags::ANY)
+            .map(|it| it.collect())
+            .unwrap_or_default();
+        if !batched.is_empty() {
+            return batched;
+        }
+        self.keys()
+            .filter_map(|key| {
+                let value = self.lookup(&key, MapFlags::ANY).ok()??;
+                Some((key, value))
+            })
+            .collect()
     }
 
     fn delete(&self, key: &[u8]) -> libbpf_rs::Result<()> {
@@ -369,28 +394,27 @@ impl PmuClasses {
     /// that decided it (`alive`: the tasks running, with their names).
     fn observe(&mut self, counts: &impl CountsMap, alive: &HashMap<u32, &str>) {
         self.period.clear();
-        // The walk finishes before any delete: deleting the key it stands
-        // on sends the kernel's walk back to the first bucket, which costs
-        // a pass per dead task and takes the live ones again, with
-        // near-zero deltas in place of their period's. A walk can still
-        // return a key twice when BPF evicts or adds entries meanwhile:
-        // each task is taken once.
-        let mut tids: Vec<u32> = counts
-            .keys()
-            .filter_map(|key| key.as_slice().try_into().ok().map(u32::from_ne_bytes))
+        // Every entry is read before any delete: deleting the key a walk
+        // stands on sends the kernel's walk back to the first bucket,
+        // which takes the live tasks again, with near-zero deltas in place
+        // of their period's. A read can still return a key twice when BPF
+        // evicts or adds entries meanwhile: each task is taken once.
+        let mut entries: Vec<(u32, Vec<u8>)> = counts
+            .entries()
+            .into_iter()
+            .filter_map(|(key, value)| {
+                let tid = u32::from_ne_bytes(key.as_slice().try_into().ok()?);
+                Some((tid, value))
+            })
             .collect();
-        tids.sort_unstable();
-        tids.dedup();
+        entries.sort_by_key(|(tid, _)| *tid);
+        entries.dedup_by_key(|(tid, _)| *tid);
         let mut gone = Vec::new();
-        for tid in tids {
-            let key = tid.to_ne_bytes();
+        for (tid, value) in entries {
             let Some(comm) = alive.get(&tid) else {
-                gone.push(key);
+                gone.push(tid.to_ne_bytes());
                 self.deltas.forget(tid);
                 self.classifier.forget(&tid);
-                continue;
-            };
-            let Ok(Some(value)) = counts.lookup(&key, MapFlags::ANY) else {
                 continue;
             };
             let Some((start_time, sums)) = parse_task_counts(&value) else {
@@ -461,7 +485,7 @@ fn parse_task_counts(value: &[u8]) -> Option<(u64, [u64; 5])> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use sky_classify::Class;
     use std::cell::{Cell, RefCell};
@@ -505,6 +529,23 @@ mod tests {
     }
 
     impl CountsMap for WalkedMap {
+        /// As the fallback reads them: a walk, and a lookup per key (the
+        /// batch lookup returns what one walk would, in fewer calls).
+        fn entries(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+            self.keys()
+                .filter_map(|key| Some((key.clone(), self.lookup(&key)?)))
+                .collect()
+        }
+
+        fn delete(&self, key: &[u8]) -> libbpf_rs::Result<()> {
+            self.deletes.set(self.deletes.get() + 1);
+            let tid = u32::from_ne_bytes(key.try_into().unwrap());
+            self.entries.borrow_mut().remove(&tid);
+            Ok(())
+        }
+    }
+
+    impl WalkedMap {
         fn keys(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
             let mut prev: Option<u32> = None;
             std::iter::from_fn(move || {
@@ -524,17 +565,10 @@ mod tests {
             })
         }
 
-        fn lookup(&self, key: &[u8], _: MapFlags) -> libbpf_rs::Result<Option<Vec<u8>>> {
+        fn lookup(&self, key: &[u8]) -> Option<Vec<u8>> {
             let tid = u32::from_ne_bytes(key.try_into().unwrap());
             *self.lookups.borrow_mut().entry(tid).or_default() += 1;
-            Ok(self.entries.borrow().get(&tid).cloned())
-        }
-
-        fn delete(&self, key: &[u8]) -> libbpf_rs::Result<()> {
-            self.deletes.set(self.deletes.get() + 1);
-            let tid = u32::from_ne_bytes(key.try_into().unwrap());
-            self.entries.borrow_mut().remove(&tid);
-            Ok(())
+            self.entries.borrow().get(&tid).cloned()
         }
     }
 
@@ -583,8 +617,9 @@ mod tests {
         );
         assert_eq!(
             (looked_up, most, deletes),
-            (700, 1, 300),
-            "(tasks looked up, most lookups of one task, deletes)"
+            (1000, 1, 300),
+            "(entries read, most reads of one, deletes): each entry is read \
+             once, as a batch reads it, and the gone deleted"
         );
         let mut left: Vec<u32> = map.entries.borrow().keys().copied().collect();
         let mut live: Vec<u32> = alive.keys().copied().collect();
@@ -623,7 +658,9 @@ mod tests {
         map.evict_at.set(Some(350));
         pmu.observe(&map, &alive);
         let (_, looked_up, most, _) = map.take_ops();
-        assert_eq!((looked_up, most), (700, 1));
+        // The walk read some entries twice; each task's deltas were taken
+        // once (a second take would leave it a zero delta).
+        assert_eq!((looked_up, most), (700, 2));
         let want: HashMap<u32, (u64, u64)> = alive.keys().map(|&tid| (tid, (100, 50))).collect();
         assert_eq!(wrong_counts(&pmu, &want), Vec::<u32>::new());
     }
@@ -683,6 +720,48 @@ mod tests {
         let bytes: Vec<u8> = (1..=6u64).flat_map(|v| v.to_ne_bytes()).collect();
         assert_eq!(parse_task_counts(&bytes), Some((1, [2, 3, 4, 5, 6])));
         assert_eq!(parse_task_counts(&bytes[..40]), None);
+    }
+
+    /// A shared space whose live members are `pids`, `pm_writers` of
+    /// them writing a persistent queue.
+    pub(crate) fn space(name: &str, pids: &[u32], pm_writers: &[u32]) -> SpaceHints {
+        SpaceHints {
+            name: name.into(),
+            path: format!("/registry/{name}").into(),
+            id: sky_pvas::hints::SpaceId {
+                uid: 1000,
+                dev: 1,
+                ino: pids.first().copied().unwrap_or(0).into(),
+            },
+            header: sky_pvas::HeaderFixed::new(8, 1 << 20, 1 << 40, 1, 0),
+            members: Vec::new(),
+            pids: pids.to_vec(),
+            pm_writers: pm_writers.to_vec(),
+            memory_bound: false,
+        }
+    }
+
+    /// With nothing but shared spaces to class by, only their PM writers'
+    /// threads are listed: every other task is unknown whether listed or
+    /// not. A hint or the PMU needs every task.
+    #[test]
+    fn only_pm_writers_are_listed_when_nothing_else_classes() {
+        let policy = Policy::load("sky1").unwrap();
+        let feed = ClassFeed::new(&[], &policy, None, None).unwrap();
+        assert_eq!(feed.listing(&[]), Listing::Nothing);
+        assert_eq!(
+            feed.listing(&[space("idle", &[7, 8], &[])]),
+            Listing::Nothing
+        );
+        let spaces = [space("q", &[7, 8], &[8]), space("r", &[9, 10], &[10, 9])];
+        assert_eq!(
+            feed.listing(&spaces),
+            Listing::Processes([8, 9, 10].into_iter().collect())
+        );
+        let hinted = ClassFeed::new(&["cpu-*=compute".into()], &policy, None, None).unwrap();
+        assert_eq!(hinted.listing(&spaces), Listing::All);
+        let counted = ClassFeed::new(&[], &policy, Some(&OpenCounters::default()), None).unwrap();
+        assert_eq!(counted.listing(&[]), Listing::All);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! into BPF's memory, without waiting for the run loop.
 
 use crate::live_policy::Switcher;
+use crate::wakeup::Wakeup;
 use log::{info, warn};
 use sky_control::Server;
 use std::path::Path;
@@ -32,8 +33,8 @@ impl Drop for Control {
 /// runs owns the socket (a second instance refuses before it gets here).
 /// Without a socket (not root, a squatted directory, another scx_sky
 /// answering) scx_sky runs on with one warning: switching is then
-/// possible only by restarting it.
-pub fn start(dir: &Path, live: Switcher) -> Option<Control> {
+/// possible only by restarting it. Each request wakes the run loop.
+pub fn start(dir: &Path, live: Switcher, wakeup: Arc<Wakeup>) -> Option<Control> {
     let server = match Server::bind(dir) {
         Ok(s) => s,
         Err(e) => {
@@ -46,7 +47,15 @@ pub fn start(dir: &Path, live: Switcher) -> Option<Control> {
     let stopped = stop.clone();
     let spawned = std::thread::Builder::new()
         .name("sky-control".into())
-        .spawn(move || server.serve(&stopped, move |req| live.answer(req)));
+        .spawn(move || {
+            server.serve(&stopped, move |req| {
+                let answer = live.answer(req);
+                // The run loop hands a new policy's hints and gang rules
+                // to the feeds worker.
+                wakeup.wake();
+                answer
+            })
+        });
     match spawned {
         Ok(thread) => Some(Control {
             stop,

@@ -8,8 +8,10 @@
 //!
 //! Two kinds of pass, each on a budget of its own (`Budget`: a fifth of
 //! one CPU over time), so neither starves the other:
-//! - a full pass lists every task, when the classes' or gangs' period is
-//!   due;
+//! - a full pass lists the tasks the feeds need (`Listing`: every task
+//!   when a hint, rule or the PMU could concern any; only the spaces'
+//!   members' threads when the spaces are all there is), when the
+//!   classes' or gangs' period is due;
 //! - between them, the shared spaces are watched every tick, and when
 //!   their members changed a membership pass lists only the threads of
 //!   the processes the gangs are made of (the members, those that were,
@@ -27,7 +29,7 @@ use crate::bpf::skel::BpfSkel;
 use crate::bss::BssMapping;
 use crate::classes::{ClassFeed, ClassesView};
 use crate::gangs::{GangFeed, GangsView};
-use crate::task_list::TaskLister;
+use crate::task_list::{Listing, TaskLister};
 use anyhow::{Context, Result};
 use libbpf_rs::MapHandle;
 use log::warn;
@@ -174,7 +176,7 @@ struct Worker {
 
 impl Feeds {
     /// Starts the worker on `skel`'s maps.
-    pub fn start(skel: &BpfSkel, classes: ClassFeed, gangs: GangFeed) -> Result<Feeds> {
+    pub fn start(skel: &BpfSkel, classes: ClassFeed, mut gangs: GangFeed) -> Result<Feeds> {
         let handle = |map: &libbpf_rs::Map, name: &str| {
             MapHandle::try_from(map).with_context(|| format!("a descriptor of {name}"))
         };
@@ -195,6 +197,7 @@ impl Feeds {
         })));
         let stop = Arc::new(AtomicBool::new(false));
         let (policies, policy_rx) = channel();
+        gangs.classes_can_say_memory_bound(classes.can_class_memory_bound());
         let mut worker = Worker {
             classes,
             gangs,
@@ -302,6 +305,8 @@ impl Worker {
                 policy.name
             );
         }
+        self.gangs
+            .classes_can_say_memory_bound(self.classes.can_class_memory_bound());
     }
 
     /// A full pass if one is due and `may_list`, else a look at the
@@ -332,21 +337,18 @@ impl Worker {
     }
 
     /// Classes and gangs, each when its period is due (gangs also when
-    /// the spaces' members `changed`), from one listing of the running
-    /// tasks (made only if one of them needs it).
+    /// the spaces' members `changed`), from one listing of the tasks
+    /// either needs.
     fn full_pass(&mut self, spaces: Vec<SpaceHints>, changed: bool, stop: &AtomicBool) {
         let classes_due = self.classes.due();
         let gangs_due = self.gangs.due() || changed;
-        let class_tasks = classes_due && self.classes.wants_tasks(&spaces);
-        let gang_tasks = gangs_due
-            && self
-                .gangs
-                .wants_tasks(&spaces, self.classes.can_class_memory_bound());
-        if class_tasks || gang_tasks {
-            self.listing = self.tasks.list(self.needs_cgroups());
-        } else {
-            self.listing.clear();
-        }
+        // One listing for both feeds, whichever is due: a membership pass
+        // regangs from it later.
+        let for_gangs = self.gangs.listing(&spaces);
+        let gang_tasks = for_gangs != Listing::Nothing;
+        let listing = self.classes.listing(&spaces).and(for_gangs);
+        let cgroups = self.needs_cgroups();
+        self.listing = self.tasks.list(&listing, cgroups);
         // A listing of many tasks takes a while: the scheduler may be
         // going by now.
         if stop.load(Ordering::Relaxed) {

@@ -19,6 +19,7 @@ mod stats;
 mod stats_cli;
 mod task_list;
 mod top;
+mod wakeup;
 
 use anyhow::{Context, Result};
 use clap::{CommandFactory, FromArgMatches};
@@ -118,18 +119,21 @@ fn dispatch(cli: Cli) -> Result<()> {
 /// The control socket and the running policy outlive reloads; SIGHUP
 /// re-reads the policy.
 fn run_scheduler(opts: &cli::RunOpts, control_dir: &std::path::Path) -> Result<()> {
-    let shutdown = scheduler::shutdown_flag()?;
+    let wakeup = wakeup::Wakeup::new()?;
+    let shutdown = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        wakeup.on_signal(signal, shutdown.clone())?;
+    }
     let reread = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, reread.clone())
-        .context("installing the SIGHUP handler")?;
+    wakeup.on_signal(signal_hook::consts::SIGHUP, reread.clone())?;
     let live = live_policy::Switcher::new(scheduler::start_policy(opts)?);
     let mut open_object = MaybeUninit::uninit();
     // Bound once attached, kept across reloads, removed on the way out.
     let mut control = None;
     loop {
-        let mut sched = Scheduler::init(opts, &live, &mut open_object)?;
+        let mut sched = Scheduler::init(opts, &live, &wakeup, &mut open_object)?;
         if control.is_none() {
-            control = control::start(control_dir, live.clone());
+            control = control::start(control_dir, live.clone(), wakeup.clone());
         }
         let exit = sched.run(&shutdown, &reread, &opts.policy)?;
         if shutdown.load(Ordering::Relaxed) || !exit.should_restart() {

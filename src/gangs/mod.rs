@@ -9,6 +9,7 @@
 use crate::bpf::intf;
 use crate::bpf::skel::types::bss;
 use crate::map_room::MapRoom;
+use crate::task_list::Listing;
 use anyhow::Result;
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
@@ -23,12 +24,17 @@ use sky_gangs::rules::{GangKey, GangRules, Hint, SpaceKey};
 use sky_gangs::table::{GangEntry, GangIds, GangTable};
 use sky_policy::Policy;
 use sky_pvas::hints::SpaceHints;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 mod maps;
 
 const PERIOD: Duration = Duration::from_millis(100);
+/// The period with nothing to gang (no rule, no space, no class that can
+/// say memory-bound, no gang of several): a refresh then only follows
+/// hotplug and the domains' state clock, and each wake-up of the worker
+/// takes a CPU from a task for a moment.
+const QUIET_PERIOD: Duration = Duration::from_secs(1);
 /// Spaces are watched this long after the last one went (jobs that make
 /// a new space for each run).
 const SPACE_WATCH_LINGER: Duration = Duration::from_secs(10);
@@ -179,6 +185,11 @@ pub struct GangFeed {
     spaces_seen: Vec<(SpaceKey, Vec<u32>)>,
     /// When a space was last there.
     spaces_last_seen: Option<Instant>,
+    /// Can a class say memory-bound (the PMU, or a hint)? Then any
+    /// process may be a gang to plan.
+    classes_possible: bool,
+    /// Nothing to gang at the last refresh (`QUIET_PERIOD`).
+    quiet: bool,
     view: GangsView,
 }
 
@@ -242,6 +253,8 @@ impl GangFeed {
             warned_dangling: false,
             spaces_seen: Vec::new(),
             spaces_last_seen: None,
+            classes_possible: true,
+            quiet: false,
             view: GangsView::default(),
         })
     }
@@ -260,14 +273,37 @@ impl GangFeed {
 
     /// How long until a refresh is due (zero: it is).
     pub fn until_due(&self) -> Duration {
+        let period = if self.quiet { QUIET_PERIOD } else { PERIOD };
         self.refreshed_at
-            .map_or(Duration::ZERO, |t| PERIOD.saturating_sub(t.elapsed()))
+            .map_or(Duration::ZERO, |t| period.saturating_sub(t.elapsed()))
     }
 
-    /// The tasks must be listed when any could be in a memory-bound gang:
-    /// a rule, a shared space, or a class that can say memory-bound.
-    pub fn wants_tasks(&self, spaces: &[SpaceHints], classes_possible: bool) -> bool {
-        !self.rules.is_empty() || !spaces.is_empty() || classes_possible
+    /// Whether a class can say memory-bound (the PMU counts, or a hint
+    /// gives it): the class feed's, after each policy it follows.
+    pub fn classes_can_say_memory_bound(&mut self, possible: bool) {
+        if possible != self.classes_possible {
+            self.classes_possible = possible;
+            self.refreshed_at = None;
+        }
+    }
+
+    /// The tasks a refresh must list: every one when a rule or a class
+    /// that can say memory-bound could put any task in
+    /// a gang that is planned; else only the threads of the spaces'
+    /// members and of the processes in planned gangs (every other process
+    /// is a gang of its own that is not memory-bound: not planned, not
+    /// written to BPF, not shown); none without spaces.
+    pub fn listing(&self, spaces: &[SpaceHints]) -> Listing {
+        if !self.rules.is_empty() || self.classes_possible {
+            return Listing::All;
+        }
+        let mut pids: BTreeSet<u32> = spaces.iter().flat_map(|s| s.pids.iter().copied()).collect();
+        pids.extend(self.planned_processes());
+        if pids.is_empty() {
+            Listing::Nothing
+        } else {
+            Listing::Processes(pids)
+        }
     }
 
     /// Are there spaces (their members are gangs), or were there in the
@@ -423,6 +459,14 @@ impl GangFeed {
         if let Some(bss) = bss {
             publish_counts(bss, &plan, &table, &in_bpf, self.planner.domains().len());
         }
+        self.quiet = self.rules.is_empty()
+            && !self.classes_possible
+            && spaces.is_empty()
+            && !self.watches_spaces()
+            && table
+                .gangs
+                .iter()
+                .all(|(key, e)| matches!(key, GangKey::Process(_)) && !judged[&e.id].0);
         let detector = &self.detector;
         self.view = view(
             &table,
@@ -723,6 +767,29 @@ mod tests {
         let k = bpf_key(&GangKey::Space(job), GangId(9));
         assert_eq!(k, intf::SKY_GANG_SHARED_BASE + 9);
         assert!(k > u64::from(u32::MAX));
+    }
+
+    /// With spaces and neither rules nor classes that can say
+    /// memory-bound, only the members' threads are listed; a rule or such
+    /// a class needs every task.
+    #[test]
+    fn only_members_are_listed_when_spaces_are_all_there_is() {
+        let policy = Policy::load("sky1").unwrap();
+        let topo = sky_topology::Topology::from_host().unwrap();
+        let mut feed = GangFeed::new(&[], &policy, &topo).unwrap();
+        feed.classes_can_say_memory_bound(false);
+        let space = crate::classes::tests::space;
+        assert_eq!(feed.listing(&[]), Listing::Nothing);
+        let spaces = [space("a", &[3, 4], &[]), space("b", &[4, 6], &[6])];
+        assert_eq!(
+            feed.listing(&spaces),
+            Listing::Processes([3, 4, 6].into_iter().collect())
+        );
+        feed.classes_can_say_memory_bound(true);
+        assert_eq!(feed.listing(&spaces), Listing::All);
+        let mut ruled = GangFeed::new(&["comm:db*=memory-bound".into()], &policy, &topo).unwrap();
+        ruled.classes_can_say_memory_bound(false);
+        assert_eq!(ruled.listing(&[]), Listing::All);
     }
 
     #[test]

@@ -304,20 +304,26 @@ impl Drop for Served {
     }
 }
 
+/// What wakes the scheduler's loop when a request is sent.
+pub type Waker = std::sync::Arc<dyn Fn() + Send + Sync>;
+
 /// Serves `catalog`'s samples at `path` (None: [`DEFAULT_SOCKET`]). Each
-/// read sends a [`SampleRequest`] down the returned server's channel; the
-/// scheduler answers with a `Value::Object`: a totals sample, or the
-/// threads asked for (target `threads`, argument `tids`).
-pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<Served> {
+/// read sends a [`SampleRequest`] down the returned server's channel and
+/// calls `wake`; the scheduler answers with a `Value::Object`: a totals
+/// sample, or the threads asked for (target `threads`, argument `tids`).
+pub fn serve(catalog: &Catalog, path: Option<&Path>, wake: Waker) -> Result<Served> {
+    let w = wake.clone();
     let totals: Box<dyn StatsReaderSend<SampleRequest, Value>> =
-        Box::new(|_args, (req, res)| ask_sample(req, res));
+        Box::new(move |_args, (req, res)| ask(req, res, &w, SampleRequest::Totals));
     let delta_catalog = catalog.clone();
+    let w = wake.clone();
     let top: Box<dyn StatsOpener<SampleRequest, Value>> = Box::new(move |(req, res)| {
-        let mut before = ask_sample(req, res)?;
+        let mut before = ask(req, res, &w, SampleRequest::Totals)?;
         let catalog = delta_catalog.clone();
+        let w = w.clone();
         let read: Box<dyn StatsReader<SampleRequest, Value>> =
             Box::new(move |_args, (req, res)| {
-                let now = ask_sample(req, res)?;
+                let now = ask(req, res, &w, SampleRequest::Totals)?;
                 let delta = match (now.as_object(), before.as_object()) {
                     (Some(n), Some(b)) => Value::Object(catalog.delta(n, b)),
                     _ => now.clone(),
@@ -337,13 +343,16 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<Served> {
             },
         )
         .add_stats("totals", totals)
-        .add_stats("threads", Box::new(ask_threads))
+        .add_stats("threads", {
+            let w = wake.clone();
+            Box::new(move |args, (req, res)| {
+                let tids = parse_tids(args.get("tids").map_or("", String::as_str))?;
+                ask(req, res, &w, SampleRequest::Threads(tids))
+            })
+        })
         .add_stats(
             "gangs",
-            Box::new(|_args, (req, res)| {
-                req.send(SampleRequest::Gangs)?;
-                Ok(res.recv()?)
-            }),
+            Box::new(move |_args, (req, res)| ask(req, res, &wake, SampleRequest::Gangs)),
         );
     let path = path.map_or_else(|| PathBuf::from(DEFAULT_SOCKET), Path::to_path_buf);
     // scx_stats binds with the process umask (0777 under umask 000): a
@@ -363,19 +372,15 @@ pub fn serve(catalog: &Catalog, path: Option<&Path>) -> Result<Served> {
     Ok(served)
 }
 
-/// Asks the scheduler for a totals sample (the channel is scx_stats').
-fn ask_sample(req: &Sender<SampleRequest>, res: &Receiver<Value>) -> Result<Value> {
-    req.send(SampleRequest::Totals)?;
-    Ok(res.recv()?)
-}
-
-/// Target `threads`: the threads named in argument `tids`.
-fn ask_threads(
-    args: &BTreeMap<String, String>,
-    (req, res): (&Sender<SampleRequest>, &Receiver<Value>),
+/// Asks the scheduler (the channels are scx_stats') and wakes its loop.
+fn ask(
+    req: &Sender<SampleRequest>,
+    res: &Receiver<Value>,
+    wake: &Waker,
+    what: SampleRequest,
 ) -> Result<Value> {
-    let tids = parse_tids(args.get("tids").map_or("", String::as_str))?;
-    req.send(SampleRequest::Threads(tids))?;
+    req.send(what)?;
+    wake();
     Ok(res.recv()?)
 }
 

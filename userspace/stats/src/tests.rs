@@ -81,7 +81,7 @@ fn the_stats_socket_is_root_only_whatever_the_umask_and_removed_after() {
     let path = dir.path().join("stats");
     // SAFETY: umask only swaps the process's file-creation mask.
     let before = unsafe { libc::umask(0) };
-    let served = serve(&catalog(), Some(&path));
+    let served = serve(&catalog(), Some(&path), std::sync::Arc::new(|| {}));
     // SAFETY: as above.
     unsafe { libc::umask(before) };
     let served = served.unwrap();
@@ -96,7 +96,12 @@ fn the_stats_socket_is_root_only_whatever_the_umask_and_removed_after() {
 fn a_served_catalog_answers_meta_totals_and_deltas() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stats");
-    let server = serve(&catalog(), Some(&path)).unwrap();
+    let wakes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let woken = wakes.clone();
+    let wake: Waker = std::sync::Arc::new(move || {
+        woken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    });
+    let server = serve(&catalog(), Some(&path), wake).unwrap();
     let (res, req) = server.channels();
     // The "scheduler": a sample per request, dispatches growing by 10.
     let answer = std::thread::spawn(move || {
@@ -116,6 +121,9 @@ fn a_served_catalog_answers_meta_totals_and_deltas() {
     // top: growth since this client's previous read (opened at 20).
     assert_eq!(reader.read("top").unwrap()["dispatches"], json!(10));
     assert_eq!(reader.read("top").unwrap()["dispatches"], json!(10));
+    // Every request woke the scheduler's loop: totals, top's open and
+    // its two reads.
+    assert_eq!(wakes.load(std::sync::atomic::Ordering::Relaxed), 4);
     let e = reader.read("nonsense").unwrap_err();
     assert!(format!("{e:#}").contains("nonsense"), "{e:#}");
     drop(reader);

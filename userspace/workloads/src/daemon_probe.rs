@@ -4,7 +4,9 @@
 //! request and how soon SIGTERM unloads it.
 
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// `count` threads that sleep for `hold`, with small stacks (10 000 of
@@ -100,4 +102,81 @@ pub fn term_latency(pid: u32, limit: Duration) -> Result<TermTimes> {
         std::thread::sleep(Duration::from_millis(1));
     }
     bail!("process {pid} still there {limit:?} after SIGTERM")
+}
+
+/// CPU time each thread of process `pid` ran (the kernel's schedstat,
+/// kept for every scheduler class), summed by thread name; threads that
+/// ended since are not counted, the process itself gone is an error.
+pub fn thread_run_ns(proc_root: &Path, pid: u32) -> Result<BTreeMap<String, u64>> {
+    let tasks = proc_root.join(pid.to_string()).join("task");
+    let dir = std::fs::read_dir(&tasks).with_context(|| format!("reading {}", tasks.display()))?;
+    let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+    for thread in dir.flatten() {
+        let read = |f: &str| std::fs::read_to_string(thread.path().join(f));
+        let (Ok(comm), Ok(stat)) = (read("comm"), read("schedstat")) else {
+            continue;
+        };
+        let run = crate::procstat::SchedStat::parse(stat.trim())?.run_ns;
+        *by_name.entry(comm.trim_end().to_string()).or_default() += run;
+    }
+    Ok(by_name)
+}
+
+/// The share of one CPU each thread name of process `pid` took over
+/// `period`, and all of them together (under `"all"`).
+pub fn daemon_cpu(pid: u32, period: Duration) -> Result<BTreeMap<String, f64>> {
+    let root = Path::new("/proc");
+    let before = thread_run_ns(root, pid)?;
+    let t = Instant::now();
+    std::thread::sleep(period);
+    let after = thread_run_ns(root, pid)?;
+    Ok(shares(&before, &after, t.elapsed()))
+}
+
+fn shares(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+    took: Duration,
+) -> BTreeMap<String, f64> {
+    let secs = took.as_secs_f64().max(1e-9);
+    let mut out: BTreeMap<String, f64> = after
+        .iter()
+        .map(|(name, &ns)| {
+            let ran = ns.saturating_sub(before.get(name).copied().unwrap_or(0));
+            (name.clone(), ran as f64 / 1e9 / secs)
+        })
+        .collect();
+    let all = out.values().sum();
+    out.insert("all".into(), all);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_per_thread_name_over_the_period() {
+        let before = BTreeMap::from([
+            ("scx_sky".to_string(), 1_000_000_000),
+            ("sky-feeds".to_string(), 0),
+        ]);
+        let after = BTreeMap::from([
+            ("scx_sky".to_string(), 1_200_000_000),
+            ("sky-feeds".to_string(), 500_000_000),
+            ("new".to_string(), 100_000_000),
+        ]);
+        let s = shares(&before, &after, Duration::from_secs(2));
+        assert!((s["scx_sky"] - 0.1).abs() < 1e-9, "{s:?}");
+        assert!((s["sky-feeds"] - 0.25).abs() < 1e-9, "{s:?}");
+        assert!((s["new"] - 0.05).abs() < 1e-9, "{s:?}");
+        assert!((s["all"] - 0.4).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn this_process_threads_are_read() {
+        let me = thread_run_ns(Path::new("/proc"), std::process::id()).unwrap();
+        assert!(me.values().sum::<u64>() > 0, "{me:?}");
+        assert!(thread_run_ns(Path::new("/proc"), u32::MAX).is_err());
+    }
 }

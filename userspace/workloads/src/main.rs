@@ -195,6 +195,14 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         every_ms: u64,
     },
+    /// The share of one CPU each thread of process PID took over SECONDS
+    /// (by thread name, and all together), from the kernel's schedstat.
+    DaemonCpu {
+        #[arg(long)]
+        pid: u32,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
+    },
     /// Sends SIGTERM to PID (scx_sky) and prints how long until sched_ext
     /// was disabled and until the process was gone.
     TermLatency {
@@ -540,6 +548,14 @@ fn run(cli: Cli) -> Result<()> {
                 ms(times[times.len() / 2]),
                 ms(*times.last().unwrap_or(&Duration::ZERO))
             );
+        }
+        Command::DaemonCpu { pid, seconds } => {
+            let shares = sky_workloads::daemon_probe::daemon_cpu(pid, secs(seconds)?)?;
+            let fields: Vec<String> = shares
+                .iter()
+                .map(|(name, share)| format!("{}={share:.4}", name.replace([' ', '='], "_")))
+                .collect();
+            println!("result workload=daemon-cpu pid={pid} {}", fields.join(" "));
         }
         Command::TermLatency { pid } => {
             let t = sky_workloads::daemon_probe::term_latency(pid, Duration::from_secs(30))?;
