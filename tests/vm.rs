@@ -556,8 +556,16 @@ fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
 ///   partners 0.880-0.914 (min 0.840-0.895) in three runs, the build with
 ///   them 0.840-0.931 (min 0.722-0.877) in four, one of them a CI run
 ///   (partners never apply to these one-process gangs; BPF counted 93 %
-///   of gang time at home). Bounds now 0.80 and 0.65, below the worst;
-///   why the latency path costs this form its shares is open. (By
+///   of gang time at home). Bounds now 0.80 and 0.65, below the worst.
+///   The latency path costs this form its shares (ablation, one boot
+///   each, alternating, `gangs.sh 5 4 "sky sky-nolat ..."`): on 0.880 /
+///   0.832 and 0.937 / 0.924, off 0.952 / 0.930 and 0.970 / 0.950; with
+///   latency preemption only after 20 ms of run (`sky-minrun`, half the
+///   preemptions) 0.948 / 0.910 and 0.955 / 0.908 against sky's 0.957 /
+///   0.932 and 0.889 / 0.797 beside them. The low runs are those with
+///   more spills (23 against 7-15) and gang time at home 94.4-94.9 %
+///   (96.8-97.9 % otherwise): which of the path's moves causes it is
+///   open. (By
 ///   instructions, `GuestClock::Instructions`, the shares held, 0.942-0.975,
 ///   but the guest's kernel work takes 16 times the guest time there and
 ///   the longest waits grew to 160-220 ms in four of five runs.)

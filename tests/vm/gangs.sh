@@ -10,7 +10,9 @@
 # domain time a domain ran two gangs at once.
 #
 # `sky` gets a class hint (`mb-*` is memory-bound), so BPF claims a home at
-# a gang's first placement and the planner confirms it. With "space" as
+# a gang's first placement and the planner confirms it. Ablations, named in
+# ${3}: `sky-nolat` (the latency path off, --latency-burst-us 0) and
+# `sky-minrun` (latency preemption only of tasks that ran 20 ms). With "space" as
 # the gang form (${4:-process}), each gang is two processes of one shared
 # space instead (`scx_sky pvas run` joins them; a space's members are a gang
 # by default): the same judgement.
@@ -76,6 +78,13 @@ for sched in ${3:-eevdf sky}; do
 	sky)
 		# (A space's members are one gang by default: no rule needed.)
 		start_sky --stats-interval 0 --class 'mb-*=memory-bound' || exit 1
+		;;
+	sky-minrun)
+		start_sky --stats-interval 0 --class 'mb-*=memory-bound' --latency-min-run-us 20000 || exit 1
+		;;
+	sky-nolat)
+		# The ablation: the latency path off.
+		start_sky --stats-interval 0 --class 'mb-*=memory-bound' --latency-burst-us 0 || exit 1
 		;;
 	esac
 	# What scx_sky says of its gangs mid-run (`scx_sky gangs`).
