@@ -49,6 +49,9 @@ use std::time::{Duration, Instant};
 /// its budget allows it) or a policy comes: each wake-up of a daemon
 /// thread takes a CPU from a task for a moment.
 const TICK: Duration = Duration::from_millis(20);
+/// How soon a feed's own refresh must be due for it to join the other's
+/// pass (`Worker::full_pass`).
+const ALIGN: Duration = Duration::from_millis(50);
 /// The longest it sleeps.
 const LONGEST_SLEEP: Duration = Duration::from_secs(1);
 /// The share of one CPU each kind of pass may take over time...
@@ -340,8 +343,12 @@ impl Worker {
     /// the spaces' members `changed`), from one listing of the tasks
     /// either needs.
     fn full_pass(&mut self, spaces: Vec<SpaceHints>, changed: bool, stop: &AtomicBool) {
-        let classes_due = self.classes.due();
-        let gangs_due = self.gangs.due() || changed;
+        // Each feed also refreshes when the other's pass comes within
+        // ALIGN of its own: the two 100 ms periods, started apart, would
+        // otherwise list every task twice a period.
+        let (classes_now, gangs_now) = (self.classes.due(), self.gangs.due() || changed);
+        let classes_due = refreshes(classes_now, gangs_now, self.classes.until_due());
+        let gangs_due = refreshes(gangs_now, classes_now, self.gangs.until_due());
         // One listing for both feeds, whichever is due: a membership pass
         // regangs from it later.
         let for_gangs = self.gangs.listing(&spaces);
@@ -415,6 +422,12 @@ impl Worker {
     }
 }
 
+/// Does a feed refresh in this pass: due itself (`due`), or the other
+/// feed's pass (`other_due`) comes within ALIGN of its own (`until`)?
+fn refreshes(due: bool, other_due: bool, until: Duration) -> bool {
+    due || other_due && until <= ALIGN
+}
+
 /// The processes the spaces name as members.
 fn members_of(spaces: &[SpaceHints]) -> BTreeSet<u32> {
     spaces.iter().flat_map(|s| s.pids.iter().copied()).collect()
@@ -423,6 +436,17 @@ fn members_of(spaces: &[SpaceHints]) -> BTreeSet<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two feeds of one period whose refreshes fell apart come back
+    /// together at the first pass within ALIGN of both, and stay so.
+    #[test]
+    fn a_feed_joins_the_other_feeds_pass_when_its_own_is_near() {
+        let ms = Duration::from_millis;
+        assert!(refreshes(true, false, ms(0)));
+        assert!(refreshes(false, true, ms(50)), "due within ALIGN: joins");
+        assert!(!refreshes(false, true, ms(51)), "not yet near");
+        assert!(!refreshes(false, false, ms(0)), "nothing due, nothing runs");
+    }
 
     /// Long passes are held to a fifth of the time; short ones, with
     /// credit banked, run at once.
