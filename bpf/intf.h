@@ -228,6 +228,7 @@ enum sky_stat_idx {
 	SKY_STAT_LAT_IDLE_CLAIMS,	/* short wakeups placed on an idle CPU near their busy last CPU, grace waived */
 	SKY_STAT_LAT_PREEMPTS,		/* short wakeups that kicked a batch task's CPU to take them (SCX_KICK_PREEMPT) */
 	SKY_STAT_LAT_SHARED,		/* short wakeups queued in their domain's queue: no CPU near idle or preemptible */
+	SKY_STAT_LAT_GANG_DEFERS,	/* short wakeups kept off a domain whose homed gang threads wait for its CPUs */
 	SKY_STAT_LAT_TICK_ENDS,		/* batch slices ended at a tick because a short task waited ahead of them */
 	SKY_STAT_SYNC_QUEUED,		/* synchronous wakeups of short tasks queued in their waker's domain for its CPU to take */
 	SKY_STAT_SYNC_REFUSED,		/* synchronous wakeups not stacked on the waker's CPU: that waker runs on after them */

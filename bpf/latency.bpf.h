@@ -7,6 +7,9 @@
  *   else any idle CPU of its cache domain, without the affinity grace or
  *   the load test a warm task waits for: a short task's footprint is
  *   small, and what it costs to move is less than a wait behind a hog.
+ *   Not in a domain whose homed gang threads wait for its CPUs (gangs
+ *   stay whole): an idle CPU of another domain, else SKY-1's queue,
+ *   behind them (sky_lat_gang_waits).
  * - Preemption when no CPU near is idle: it goes into its domain's queue
  *   and a victim CPU is kicked with SCX_KICK_PREEMPT, which reschedules
  *   that CPU at once (an IPI, not a tick). A victim runs a batch task
@@ -175,15 +178,33 @@ __noinline s32 sky_lat_victim(s32 prev, u64 vtime, s32 vframe, u64 extra, u64 no
 }
 
 /*
+ * Do homed gang threads wait in @llc's queue for its CPUs, @p not one of
+ * them? Then a short task (a small footprint, cheap to move) must neither
+ * take the CPU they wait for nor queue ahead of them there (its burst
+ * term would put it ahead): they would wait past the spill time and run
+ * in another domain, and the gang be split.
+ */
+static __always_inline bool sky_lat_gang_waits(struct task_struct *p, u32 llc)
+{
+	return sky_gang_waits_in(llc) && sky_gang_home_of(p, false) != llc;
+}
+
+/*
  * An idle CPU for short @p near @prev, claimed: @prev's SMT sibling (which
- * shares its core's caches), else one of @prev's domain; -1 if none. The
- * caller has tried @prev itself.
+ * shares its core's caches), else one of @prev's domain; where gang
+ * threads wait for that domain, one of another domain instead. -1 if
+ * none. The caller has tried @prev itself.
  */
 static __always_inline s32 sky_lat_idle_near(struct task_struct *p, s32 prev)
 {
-	const struct cpumask *domain = sky_llc_cpus(sky_llc_of(prev));
+	u32 llc = sky_llc_of(prev);
+	const struct cpumask *domain = sky_llc_cpus(llc);
 	s32 sib = cpu_sibling[sky_cpu_idx(prev)];
 
+	if (sky_lat_gang_waits(p, llc)) {
+		sky_stat_inc(SKY_STAT_LAT_GANG_DEFERS);
+		return sky_gang_room_elsewhere(p, llc);
+	}
 	if (sib >= 0 && sky_cpu_usable(p, sib) && scx_bpf_test_and_clear_cpu_idle(sib))
 		return sib;
 	return domain ? scx_bpf_pick_idle_cpu(domain, 0) : -1;
@@ -231,12 +252,13 @@ static __always_inline bool sky_lat_enqueue(struct task_struct *p, struct sky_ta
 	 * Under overload (the bound has grown) every task waits its turn and
 	 * slices are at their shortest: a preemption would only reorder the
 	 * waiters, at an IPI and a switch each (2 000 short sleepers on 4
-	 * CPUs made 69 000 of them in a 40 s run).
+	 * CPUs made 69 000 of them in a 40 s run). Where gang threads wait
+	 * for the domain's CPUs, it waits as SKY-1 queues it, behind them.
 	 */
-	if (sky_bound_grown())
+	llc = sky_llc_of(cpu);
+	if (sky_bound_grown() || sky_lat_gang_waits(p, llc))
 		return false;
 	/* A kicked victim that finds it gone (another CPU came first) runs on. */
-	llc = sky_llc_of(cpu);
 	key = sky_queue_key(p, tctx, sky_vframe_llc(llc));
 	victim = sky_lat_victim(cpu, key - tctx->key_extra, tctx->vframe, tctx->key_extra, now);
 	scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), sky_cfg.slice_ns, key, enq_flags);

@@ -12,7 +12,8 @@
 //!   when a hint, rule or the PMU could concern any; only the spaces'
 //!   members' threads when the spaces are all there is), when the
 //!   classes' or gangs' period is due;
-//! - between them, the shared spaces are watched every tick, and when
+//! - between them, the shared spaces are watched every tick (20 ms while
+//!   they move, 100 ms once they have been still for 2 s), and when
 //!   their members changed a membership pass lists only the threads of
 //!   the processes the gangs are made of (the members, those that were,
 //!   and the processes of planned gangs) and regangs from the last full
@@ -44,11 +45,18 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// How often the worker looks at the spaces while it watches them; the
-/// shortest it sleeps. Otherwise it sleeps until a full pass is due (and
-/// its budget allows it) or a policy comes: each wake-up of a daemon
-/// thread takes a CPU from a task for a moment.
+/// How often the worker looks at the spaces while it watches them and
+/// they moved lately (BUSY_FOR: a space registered or gone, a member
+/// joined or left); the shortest it sleeps. Otherwise it sleeps until a
+/// full pass is due (and its budget allows it) or a policy comes: each
+/// wake-up of a daemon thread takes a CPU from a task for a moment.
 const TICK: Duration = Duration::from_millis(20);
+/// How often it looks at spaces that have not moved for BUSY_FOR: a look
+/// reads every member table (8 % of a TCG CPU at TICK for one space of
+/// two members), and members join a new space right after it is made,
+/// which its registry entry says at once (inotify).
+const QUIET_TICK: Duration = Duration::from_millis(100);
+const BUSY_FOR: Duration = Duration::from_secs(2);
 /// How soon a feed's own refresh must be due for it to join the other's
 /// pass (`Worker::full_pass`).
 const ALIGN: Duration = Duration::from_millis(50);
@@ -174,6 +182,9 @@ struct Worker {
     listing: Vec<LiveTask>,
     /// The spaces' members at the last regang.
     members: BTreeSet<u32>,
+    /// When a space was last registered or removed, or its members
+    /// changed.
+    spaces_moved_at: Option<Instant>,
     maps: Maps,
 }
 
@@ -208,6 +219,7 @@ impl Feeds {
             tasks: TaskLister::new(skel),
             listing: Vec::new(),
             members: BTreeSet::new(),
+            spaces_moved_at: None,
             maps,
         };
         {
@@ -289,7 +301,8 @@ impl Worker {
     /// pass is due and in budget.
     fn next_sleep(&self, full: &Budget) -> Duration {
         if self.gangs.watches_spaces() {
-            return TICK;
+            let busy = self.spaces_moved_at.is_some_and(|t| t.elapsed() < BUSY_FOR);
+            return if busy { TICK } else { QUIET_TICK };
         }
         let due = self.classes.until_due().min(self.gangs.until_due());
         due.max(full.until_credit()).clamp(TICK, LONGEST_SLEEP)
@@ -328,6 +341,9 @@ impl Worker {
         }
         let spaces = self.spaces();
         let changed = watch && self.gangs.spaces_changed(&spaces);
+        if changed {
+            self.spaces_moved_at = Some(Instant::now());
+        }
         if full {
             self.full_pass(spaces, changed, stop);
             Pass::Full
@@ -414,7 +430,9 @@ impl Worker {
     /// The shared spaces now: the registry as inotify last showed it,
     /// member tables read afresh.
     fn spaces(&mut self) -> Vec<SpaceHints> {
-        self.registry.refresh();
+        if self.registry.refresh() {
+            self.spaces_moved_at = Some(Instant::now());
+        }
         if let Some(line) = self.registry.over_caps_news() {
             warn!("{line}");
         }

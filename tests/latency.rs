@@ -3,7 +3,7 @@
 //! Each boots a VM, so they are #[ignore]d in a plain `cargo test`; `cargo
 //! xtask test` runs them.
 
-// Shared with tests/vm.rs, which uses all of it; this binary uses part.
+// Shared by the VM test binaries; each uses part of it.
 #[allow(dead_code)]
 mod scenario;
 

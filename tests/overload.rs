@@ -7,7 +7,7 @@
 //! themselves, the same under any scheduler. Boots a VM, so #[ignore]d in
 //! a plain `cargo test`; `cargo xtask test` runs it.
 
-// Shared with tests/vm.rs, which uses all of it; this binary uses part.
+// Shared by the VM test binaries; each uses part of it.
 #[allow(dead_code)]
 mod scenario;
 

@@ -3,7 +3,7 @@
 //! instrument for EEVDF and scx_sky) and by their own throughput. Boots a
 //! VM, so #[ignore]d in a plain `cargo test`; `cargo xtask test` runs it.
 
-// Shared with tests/vm.rs, which uses all of it; this binary uses part.
+// Shared by the VM test binaries; each uses part of it.
 #[allow(dead_code)]
 mod scenario;
 

@@ -385,6 +385,8 @@ fn test() -> Result<()> {
         "--test",
         "partners",
         "--test",
+        "smt",
+        "--test",
         "overload",
         "--test",
         "eval",

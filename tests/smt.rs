@@ -1,0 +1,148 @@
+//! SMT pairing (bpf/smt.bpf.h) in the VM, judged by the tracepoint
+//! observer (the same instrument for EEVDF and scx_sky): PM writers beside
+//! compute tasks while every task is restarted as a new process, on 2, 4
+//! and 4 cores in one and two cache domains. Each boots a VM, so they are
+//! #[ignore]d in a plain `cargo test`; `cargo xtask test` runs them.
+
+// Shared by the VM test binaries; each uses part of it.
+#[allow(dead_code)]
+mod scenario;
+
+use scenario::{
+    assert_clean_exit, assert_enabled, checks, host_share_floor, on_a_quiet_host,
+    run_scenario_with, stat,
+};
+use xtask::report::{self, Fields};
+
+/// SMT pairing as the tracepoint observer sees it (tests/vm/smt.sh: one PM
+/// writer or compute task per CPU, PM writers started first, every task
+/// restarted as a new process each second, ten times): of the PM-writer
+/// time beside a task that pairs, the share beside a compute task
+/// (`paired`), and of all PM-writer time the share beside compute. The
+/// rest of the time the sibling idles between two processes or runs the
+/// restart loops and the observer (about 0.1 each, for EEVDF as well).
+/// Runs on 2026-11-22 (TCG, kernel 7.3.4), scx_sky with hints:
+/// - 1x2x2, eight runs: paired 0.990-0.999, beside compute 0.774-0.914
+///   (EEVDF in the same boots: paired 0.08-0.98, by luck of placement;
+///   scx_sky without hints 0.59-0.90);
+/// - 2x2x2 (4 PM writers + 4 compute tasks, two cache domains), five runs
+///   of this build: paired 0.953-0.960, beside compute 0.778-0.785 (three
+///   runs of earlier variants: 0.945-0.969, 0.737-0.773; EEVDF 0.43-0.65).
+///
+/// On 2026-11-26, five runs on 2x2x2 (a fresh-clone CI run's among them)
+/// lost 0.022-0.242 of their time to the host, and got paired
+/// 0.785-0.917 and beside compute 0.521-0.707 (0.917 / 0.679 at 0.022;
+/// EEVDF in the same boots 0.55-0.60 / 0.38-0.49). Later that day on a
+/// quiet host (lost share at most 0.001), three runs of that build
+/// (efe6823) got paired 0.919-0.966 and beside compute 0.725-0.797, and
+/// three with busy CPUs balancing at slice ends (kept off cores where
+/// pairing places tasks) 0.919-0.954 and 0.698-0.789. Without that
+/// guard a CI run got 0.892 / 0.660 (770 busy steals, 11-32 with it).
+///
+/// - 1x4x2 (4 PM writers + 4 compute tasks on four cores of one domain,
+///   issue 23's "any core count"), five runs on 2026-11-27 (quiet host):
+///   paired 0.947, 0.955, 0.959, 0.971, 0.977, beside compute
+///   0.820-0.845 (EEVDF in the first boot 0.628 / 0.523); four more with
+///   an exec-time repair kick (not kept) 0.955-0.972 / 0.820-0.834.
+///
+/// CI runs scx_sky alone (EEVDF's figures above come from runs of the
+/// scenario's default, `eevdf sky`, which the tests do not judge).
+///
+/// The bounds sit below the worst quiet run, 0.95 / 0.65, 0.90 / 0.62 and
+/// 0.92 / 0.78, lowered by the share of the run the host took
+/// (`host_share_floor`), which keeps every run above under them.
+const SMT_PAIRED_MIN: [(&str, f64, f64); 3] = [
+    ("1x2x2", 0.95, 0.65),
+    ("2x2x2", 0.90, 0.62),
+    ("1x4x2", 0.92, 0.78),
+];
+
+/// The observer's `smt` line for each scheduler the scenario ran, in order.
+fn smt_shares(out: &str, scheds: &[&str]) -> Vec<Fields> {
+    let shares = report::lines_with(out, "result observer=trace smt ");
+    assert_eq!(
+        shares.len(),
+        scheds.len(),
+        "expected an smt line for each of {scheds:?}"
+    );
+    for (sched, share) in scheds.iter().zip(&shares) {
+        eprintln!("{sched}: {share:?}");
+    }
+    shares
+}
+
+/// Pairing holds up to `SMT_PAIRED_MIN` for `topology`.
+fn assert_paired(topology: &str, sky: &Fields) {
+    let (_, paired_min, beside_min) = SMT_PAIRED_MIN
+        .iter()
+        .find(|(t, _, _)| *t == topology)
+        .expect("bounds for the topology");
+    let (paired_min, beside_min) = (host_share_floor(*paired_min), host_share_floor(*beside_min));
+    let paired = stat(sky, "paired");
+    assert!(
+        paired >= paired_min,
+        "{topology}: PM writers beside compute in {paired} of their paired time: {sky:?}"
+    );
+    let beside = stat(sky, "beside_compute");
+    assert!(
+        beside >= beside_min,
+        "{topology}: PM writers beside compute {beside} of their time: {sky:?}"
+    );
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn smt_pairing_puts_pm_writers_beside_compute() {
+    on_a_quiet_host(|| {
+        let out = run_scenario_with("smt", "10 'sky sky-nohints'", "1x2x2");
+        let c = checks(&out);
+        assert_clean_exit(&c);
+        assert!(!c.contains_key("trace_failed"), "an observer run failed");
+        let shares = smt_shares(&out, &["sky", "sky-nohints"]);
+        assert_paired("1x2x2", &shares[0]);
+        // Without hints (and no PMU in the VM) there are no classes: pairing
+        // stays out of the way and SKY-1 runs as before.
+        for sched in ["sky", "sky-nohints"] {
+            assert_enabled(&c, &format!("state_after_{sched}"));
+        }
+        let totals = report::lines_with(&out, "stats total:");
+        assert_eq!(totals.len(), 2, "a stats total line per scx_sky run");
+        assert!(stat(&totals[0], "smt_moves") > 0.0, "{:?}", totals[0]);
+        for key in ["smt_moves", "smt_placements", "ran_ns_pm_writer"] {
+            assert_eq!(stat(&totals[1], key), 0.0, "no hints: {key}");
+        }
+        assert!(
+            stat(&totals[1], "last_cpu_share") >= 80.0,
+            "no hints: SKY-1 kept tasks on their CPUs: {:?}",
+            totals[1]
+        );
+    });
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
+    on_a_quiet_host(|| {
+        let out = run_scenario_with("smt", "10 sky", "2x2x2");
+        let c = checks(&out);
+        assert_clean_exit(&c);
+        assert!(!c.contains_key("trace_failed"), "an observer run failed");
+        assert_enabled(&c, "state_after_sky");
+        let shares = smt_shares(&out, &["sky"]);
+        assert_paired("2x2x2", &shares[0]);
+    });
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn smt_pairing_holds_on_four_cores_of_one_domain() {
+    on_a_quiet_host(|| {
+        let out = run_scenario_with("smt", "10 sky", "1x4x2");
+        let c = checks(&out);
+        assert_clean_exit(&c);
+        assert!(!c.contains_key("trace_failed"), "an observer run failed");
+        assert_enabled(&c, "state_after_sky");
+        let shares = smt_shares(&out, &["sky"]);
+        assert_paired("1x4x2", &shares[0]);
+    });
+}
