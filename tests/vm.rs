@@ -457,8 +457,10 @@ fn stats_and_sigterm_are_answered_while_scanning() {
 ///   preemptions) 0.948 / 0.910 and 0.955 / 0.908 against sky's 0.957 /
 ///   0.932 and 0.889 / 0.797 beside them. The low runs are those with
 ///   more spills (23 against 7-15) and gang time at home 94.4-94.9 %
-///   (96.8-97.9 % otherwise): which of the path's moves causes it is
-///   open. (By
+///   (96.8-97.9 % otherwise). With short wakees kept off a domain
+///   whose homed gang threads wait for its CPUs (`lat_gang_defers`
+///   770-1013 a run), three runs: 0.955 / 0.938, 0.924 / 0.890, 0.937 /
+///   0.923, spills 10-13. (By
 ///   instructions, `GuestClock::Instructions`, the shares held, 0.942-0.975,
 ///   but the guest's kernel work takes 16 times the guest time there and
 ///   the longest waits grew to 160-220 ms in four of five runs.)
