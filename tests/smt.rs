@@ -119,30 +119,28 @@ fn smt_pairing_puts_pm_writers_beside_compute() {
     });
 }
 
-#[test]
-#[ignore = "boots a VM: run with cargo xtask test"]
-fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
+/// scx_sky alone on `topology` (smt.sh, ten restarts of every task):
+/// clean, enabled throughout, and paired within `SMT_PAIRED_MIN`.
+fn sky_pairs_on(topology: &str) {
     on_a_quiet_host(|| {
-        let out = run_scenario_with("smt", "10 sky", "2x2x2");
+        let out = run_scenario_with("smt", "10 sky", topology);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
         assert_enabled(&c, "state_after_sky");
         let shares = smt_shares(&out, &["sky"]);
-        assert_paired("2x2x2", &shares[0]);
+        assert_paired(topology, &shares[0]);
     });
 }
 
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
+fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
+    sky_pairs_on("2x2x2");
+}
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
 fn smt_pairing_holds_on_four_cores_of_one_domain() {
-    on_a_quiet_host(|| {
-        let out = run_scenario_with("smt", "10 sky", "1x4x2");
-        let c = checks(&out);
-        assert_clean_exit(&c);
-        assert!(!c.contains_key("trace_failed"), "an observer run failed");
-        assert_enabled(&c, "state_after_sky");
-        let shares = smt_shares(&out, &["sky"]);
-        assert_paired("1x4x2", &shares[0]);
-    });
+    sky_pairs_on("1x4x2");
 }
