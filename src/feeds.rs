@@ -29,7 +29,7 @@
 use crate::bpf::skel::BpfSkel;
 use crate::bss::BssMapping;
 use crate::classes::{ClassFeed, ClassesView};
-use crate::gangs::{GangFeed, GangsView};
+use crate::gangs::{members_of, GangFeed, GangsView};
 use crate::task_list::{Listing, TaskLister};
 use anyhow::{Context, Result};
 use libbpf_rs::MapHandle;
@@ -444,11 +444,6 @@ impl Worker {
 /// feed's pass (`other_due`) comes within ALIGN of its own (`until`)?
 fn refreshes(due: bool, other_due: bool, until: Duration) -> bool {
     due || other_due && until <= ALIGN
-}
-
-/// The processes the spaces name as members.
-fn members_of(spaces: &[SpaceHints]) -> BTreeSet<u32> {
-    spaces.iter().flat_map(|s| s.pids.iter().copied()).collect()
 }
 
 #[cfg(test)]

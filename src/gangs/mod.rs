@@ -193,6 +193,11 @@ pub struct GangFeed {
     view: GangsView,
 }
 
+/// The processes the spaces name as members.
+pub fn members_of(spaces: &[SpaceHints]) -> BTreeSet<u32> {
+    spaces.iter().flat_map(|s| s.pids.iter().copied()).collect()
+}
+
 /// Each space with its member processes, in a comparable form.
 fn members_signature(spaces: &[SpaceHints]) -> Vec<(SpaceKey, Vec<u32>)> {
     let mut v: Vec<(SpaceKey, Vec<u32>)> = spaces
@@ -297,7 +302,7 @@ impl GangFeed {
         if !self.rules.is_empty() || self.classes_possible {
             return Listing::All;
         }
-        let mut pids: BTreeSet<u32> = spaces.iter().flat_map(|s| s.pids.iter().copied()).collect();
+        let mut pids = members_of(spaces);
         pids.extend(self.planned_processes());
         if pids.is_empty() {
             Listing::Nothing
