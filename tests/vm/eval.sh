@@ -55,9 +55,24 @@ wl_latency() {
 	cat /tmp/burn.out
 }
 
-# Scheduler overhead: a hackbench-style storm (one ping-pong pair per CPU)
-# alone, for its throughput; then again beside the kernel's BPF statistics
-# (which slow every callback a little), for what the callbacks cost.
+# Mixed: SKY-1's arrays (one process per CPU) beside a hog per CPU and two
+# ping-pong pairs, started hogs, arrays, pairs: cache affinity and wake-up
+# latency judged in one run, each for its own group.
+wl_mixed() {
+	sky-work burn --threads "$cpus" --seconds 600 >/tmp/burn.out &
+	burn=$!
+	sleep 0.2
+	sky-work cache-loop --procs "$cpus" --array-kb 4 --stride 16 \
+		--burst-us 2000 --sleep-us 200 --seconds "$secs" >/tmp/arrays.out &
+	arrays=$!
+	sleep 0.2
+	sky-work pingpong --pairs 2 --seconds "$secs"
+	wait "$arrays"
+	kill -TERM "$burn"
+	wait "$burn"
+	cat /tmp/arrays.out /tmp/burn.out
+}
+
 # schbench-style requests: 2 message threads, 8 workers each, 500 us of
 # work a request, at half and then nine tenths of the CPUs.
 wl_schbench() {
@@ -65,6 +80,10 @@ wl_schbench() {
 		sky-work schbench --load "$load" --seconds "$secs"
 	done
 }
+
+# Scheduler overhead: a hackbench-style storm (one ping-pong pair per CPU)
+# alone, for its throughput; then again beside the kernel's BPF statistics
+# (which slow every callback a little), for what the callbacks cost.
 wl_overhead() {
 	sky-work pingpong --pairs "$cpus" --seconds "$secs"
 	[ "$(state)" = enabled ] || return 0

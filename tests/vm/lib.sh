@@ -138,18 +138,31 @@ stop_sky() {
 # reason but a clean unregister (or one the scenario expects, given as an
 # extended regex in $1), watchdog stalls, BUGs, oopses, warnings. "stall"
 # must start a word: "Installing" (9p, built into custom kernels) is no
-# stall.
+# stall. Lines the kernel logged before this file was first sourced (a
+# fault of the kernel under test while booting, before any scheduler ran)
+# are not counted: report_dmesg names them apart as boot_errors.
 dmesg_errors() {
+	if [ -s /tmp/boot-errors ]; then
+		all_dmesg_errors "$1" | grep -vxF -f /tmp/boot-errors
+	else
+		all_dmesg_errors "$1"
+	fi
+}
+all_dmesg_errors() {
 	dmesg | grep -E 'sched_ext|BUG:|Oops|WARNING:|(^|[^a-z])stall' |
 		grep -vE "enabled\$|unregistered from user space|sched_ext: \"${1:+|$1}" |
 		grep -E 'disabled|error|BUG:|Oops|WARNING:|(^|[^a-z])stall'
 }
+[ -e /tmp/boot-errors ] || all_dmesg_errors >/tmp/boot-errors
 
-# report_dmesg [EXPECTED]: the sched_ext log and the count of failures.
+# report_dmesg [EXPECTED]: the sched_ext log, the count of failures, and
+# the kernel's own boot-time errors (not scx_sky's: nothing had run yet).
 report_dmesg() {
 	dmesg | grep sched_ext
 	dmesg_errors "$1"
 	echo "check dmesg_errors=$(dmesg_errors "$1" | wc -l)"
+	sed 's/^/boot-error: /' /tmp/boot-errors
+	echo "check boot_errors=$(wc -l </tmp/boot-errors)"
 }
 
 # The `sched_ext: BPF scheduler ... disabled (REASON)` lines so far, as

@@ -57,6 +57,9 @@ pub struct Smoke {
     pub sky1_share: Option<f64>,
     /// The same from the kernel's counters (1 - migrations/timeslices), percent.
     pub kernel_share: Option<f64>,
+    /// Errors the kernel logged while booting, before anything ran: the
+    /// kernel's, not scx_sky's, so named beside the result, not failed.
+    pub boot_errors: u32,
     /// Why it failed; empty when it passed.
     pub failures: Vec<String>,
 }
@@ -72,6 +75,7 @@ impl Smoke {
             loaded: false,
             sky1_share: None,
             kernel_share: None,
+            boot_errors: 0,
             failures: vec![why],
         }
     }
@@ -180,6 +184,7 @@ pub fn judge(kernel: &str, status: i32, output: &str) -> Smoke {
         loaded,
         sky1_share: None,
         kernel_share: None,
+        boot_errors: 0,
         failures: Vec::new(),
     };
     if !loaded {
@@ -256,7 +261,14 @@ pub fn judge(kernel: &str, status: i32, output: &str) -> Smoke {
     }
     match parts.get("end") {
         None => failures.push("the scenario stopped before its end".into()),
-        Some(end) => expect(&mut failures, &checks(end), "end", "dmesg_errors", "0"),
+        Some(end) => {
+            let c = checks(end);
+            expect(&mut failures, &c, "end", "dmesg_errors", "0");
+            smoke.boot_errors = c
+                .get("boot_errors")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+        }
     }
     if let Some(what) = checks(output).get("timeout_waiting_for") {
         failures.push(format!("sched_ext never became {what}"));
@@ -282,7 +294,13 @@ pub fn print_table(results: &[Smoke]) {
             if s.loaded { "yes" } else { "no" },
             pct(s.sky1_share),
             pct(s.kernel_share),
-            if s.passed() {
+            if s.passed() && s.boot_errors > 0 {
+                format!(
+                    "pass (the kernel logged {} error(s) while booting, before scx_sky ran: \
+                     the log's boot-error lines)",
+                    s.boot_errors
+                )
+            } else if s.passed() {
                 "pass".to_string()
             } else {
                 format!("FAIL: {}", s.failures.join("; "))
@@ -327,6 +345,21 @@ SKY-VM-EXIT=0
         assert!(s.loaded);
         assert_eq!(s.sky1_share, Some(97.5));
         assert_eq!(s.kernel_share, Some(95.0));
+    }
+
+    #[test]
+    fn a_kernel_fault_while_booting_is_named_not_failed() {
+        let booted_badly = GOOD.replace(
+            "check dmesg_errors=0\n",
+            "check dmesg_errors=0\nboot-error: [    1.1] BUG: Bad page state in process swapper/0\n\
+             check boot_errors=1\n",
+        );
+        let s = judge("6.16.3+deb13-amd64", 0, &booted_badly);
+        assert!(s.passed(), "{:?}", s.failures);
+        assert_eq!(s.boot_errors, 1);
+        let later = booted_badly.replace("dmesg_errors=0", "dmesg_errors=1");
+        let s = judge("6.16.3+deb13-amd64", 0, &later);
+        assert_eq!(s.failures, ["end: dmesg_errors is 1, not 0"]);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod plot;
 pub mod render;
 pub mod roster;
 pub mod scenario;
+pub mod targets;
 
 use crate::cachesim;
 use crate::paths::{output, workspace_root};
@@ -139,6 +140,7 @@ fn run_scenario(
     scenario: Scenario,
     roster: &[Sched],
     dir: &Path,
+    verdicts: &mut Vec<targets::Verdict>,
 ) -> Result<String> {
     let roster = &roster::with_references(roster, scenario.references());
     let runs = args.runs.unwrap_or(scenario.default_runs());
@@ -211,8 +213,24 @@ fn run_scenario(
         }
     );
     md += &format!("\n{}\n\n", scenario.about_text());
-    md += &scenario.report(&boot, roster, cache.as_ref(), dir)?;
+    md += &scenario.report(&boot, roster, cache.as_ref(), dir, verdicts)?;
     Ok(md)
+}
+
+/// Every scenario's targets in one table, ahead of the scenarios.
+fn targets_section(verdicts: &[targets::Verdict]) -> String {
+    if verdicts.is_empty() {
+        return String::new();
+    }
+    let met = verdicts.iter().filter(|v| v.met == Some(true)).count();
+    let missed = verdicts.iter().filter(|v| v.met == Some(false)).count();
+    format!(
+        "\n## Targets\n\n`scx_sky -p {}` against the same boot's EEVDF and anchors \
+         (`xtask/src/eval/targets.rs`): {met} met, {missed} missed, {} not judged.\n\n{}",
+        targets::JUDGED,
+        verdicts.len() - met - missed,
+        targets::table(verdicts).render()
+    )
 }
 
 /// `--strict`: every scheduler that could run did, cleanly.
@@ -253,15 +271,18 @@ pub fn run(args: &EvalArgs) -> Result<()> {
     };
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let args_text: Vec<String> = std::env::args().skip(1).collect();
-    let mut md = format!(
+    let head = format!(
         "# scx_sky evaluation\n\nWritten by `cargo xtask {}` ([how to read it](evaluation.md)).\n\n{}",
         args_text.join(" "),
         provenance(&roster)
     );
     let results = dir.join("results.md");
     let mut failed = Vec::new();
+    let mut sections = String::new();
+    let mut verdicts = Vec::new();
+    let mut md = head.clone();
     for scenario in args.scenarios() {
-        let section = match run_scenario(args, scenario, &roster, &dir) {
+        let section = match run_scenario(args, scenario, &roster, &dir, &mut verdicts) {
             Ok(s) => s,
             Err(e) => {
                 failed.push(scenario.name());
@@ -269,7 +290,8 @@ pub fn run(args: &EvalArgs) -> Result<()> {
             }
         };
         println!("\n{section}");
-        md += &format!("\n{section}");
+        sections += &format!("\n{section}");
+        md = format!("{head}{}{sections}", targets_section(&verdicts));
         fs::write(&results, &md)?;
     }
     eprintln!("xtask: eval: results in {}", results.display());

@@ -26,7 +26,7 @@ pub enum Unit {
 }
 
 impl Unit {
-    fn show(self, v: f64) -> String {
+    pub(super) fn show(self, v: f64) -> String {
         match self {
             Unit::Share => format!("{:.2}%", v * 100.0),
             Unit::Us => format!("{:.2} ms", v / 1000.0),

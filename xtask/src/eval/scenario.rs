@@ -6,6 +6,7 @@ use super::figures::{Boot, Run};
 use super::plot;
 use super::render::{self, Column, Unit};
 use super::roster::{Kind, Sched};
+use super::targets;
 use crate::cachesim::{self, CacheModel};
 use crate::markdown::Table;
 use crate::vm::CpuTopology;
@@ -23,6 +24,9 @@ pub enum Scenario {
     /// Wake-up latency under a mixed load: a CPU hog per CPU and two
     /// ping-pong pairs; wakeup-to-running p50/p99/max from the observer.
     Latency,
+    /// SKY-1's arrays, a hog per CPU and two ping-pong pairs at once:
+    /// the arrays' placement and the pairs' wake-ups, each by group.
+    Mixed,
     /// schbench-style requests (`sky-work schbench`) at half and nine
     /// tenths of the CPUs: wakeup and request latency, requests per second.
     Schbench,
@@ -50,6 +54,7 @@ impl Scenario {
         match self {
             Scenario::Sky1 => "sky1",
             Scenario::Latency => "latency",
+            Scenario::Mixed => "mixed",
             Scenario::Schbench => "schbench",
             Scenario::Overhead => "overhead",
             Scenario::Smt => "smt",
@@ -121,6 +126,15 @@ impl Scenario {
                  running, for the ping-pong tasks, from the sched tracepoints; *round trips*: \
                  what the pairs got done; *hog work*: the hogs' iterations per second while \
                  the pairs ran (the price of preempting them)."
+            }
+            Scenario::Mixed => {
+                "Cache affinity and wake-up latency at once: SKY-1's arrays (one process per \
+                 CPU, 4 KB arrays, 2 ms bursts, 0.2 ms sleeps) beside a CPU hog per CPU and \
+                 two ping-pong pairs, started hogs, arrays, pairs. Each figure is its own \
+                 group's, from the sched tracepoints: the arrays' *last-CPU share* and \
+                 *migrations* (what SKY-1 keeps), the pairs' *wake p50/p99* (what the \
+                 latency path gives), and the work each group got done. No cache model: \
+                 placement is judged, not cache speed."
             }
             Scenario::Schbench => {
                 "schbench-style requests (`sky-work schbench`, written here: the figure kernel \
@@ -245,7 +259,7 @@ impl Scenario {
     }
 
     /// The figures of each run, as table columns.
-    fn columns(self, seconds: f64, cpus: f64) -> Vec<Column> {
+    pub(super) fn columns(self, seconds: f64, cpus: f64) -> Vec<Column> {
         match self {
             Scenario::Sky1 => vec![
                 Column::new("work", Unit::PerSec, true, move |r: &Run| {
@@ -273,6 +287,29 @@ impl Scenario {
                 }),
                 Column::new("wake max", Unit::Us, false, |r: &Run| {
                     r.placement("pingpong", "wake_max_us")
+                }),
+                Column::new("round trips", Unit::PerSec, true, |r: &Run| {
+                    r.workload("pingpong", "round_trips_per_s")
+                }),
+                Column::new("hog work", Unit::PerSec, true, |r: &Run| {
+                    r.workload("burn", "iterations_per_s")
+                }),
+            ],
+            Scenario::Mixed => vec![
+                Column::new("arrays last-CPU share", Unit::Share, false, |r: &Run| {
+                    r.placement("cache-loop", "last_cpu_share")
+                }),
+                Column::new("arrays migrations", Unit::PerSec, true, move |r: &Run| {
+                    Some(r.placement("cache-loop", "migrations")? / seconds)
+                }),
+                Column::new("arrays work", Unit::PerSec, true, move |r: &Run| {
+                    Some(r.workload("cache-loop", "passes")? / seconds)
+                }),
+                Column::new("ping-pong wake p50", Unit::Us, true, |r: &Run| {
+                    r.placement("pingpong", "wake_p50_us")
+                }),
+                Column::new("ping-pong wake p99", Unit::Us, true, |r: &Run| {
+                    r.placement("pingpong", "wake_p99_us")
                 }),
                 Column::new("round trips", Unit::PerSec, true, |r: &Run| {
                     r.workload("pingpong", "round_trips_per_s")
@@ -385,13 +422,15 @@ impl Scenario {
         }
     }
 
-    /// The scenario's Markdown section; plots written into `dir`.
+    /// The scenario's Markdown section, plots written into `dir`; its
+    /// targets' verdicts are added to `verdicts`.
     pub fn report(
         self,
         boot: &Boot,
         roster: &[Sched],
         cache: Option<&cachesim::Report>,
         dir: &Path,
+        verdicts: &mut Vec<targets::Verdict>,
     ) -> Result<String> {
         let header = |key: &str| boot.header.get(key).and_then(|s| s.parse().ok());
         let columns = self.columns(
@@ -402,6 +441,11 @@ impl Scenario {
             "Per scheduler the mean of its valid runs; in brackets the ratio to EEVDF's mean.\n\n{}\n",
             render::summary(boot, roster, &columns).render()
         );
+        let judged = targets::judge(self, boot, roster, &columns);
+        if !judged.is_empty() {
+            md += &format!("\nTargets:\n\n{}", targets::table(&judged).render());
+        }
+        verdicts.extend(judged);
         if let Some(report) = cache.filter(|r| !r.sweep().is_empty()) {
             md += &self.size_sweep(boot, roster, report, dir)?;
         }
