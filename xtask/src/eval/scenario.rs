@@ -49,6 +49,48 @@ pub enum Scenario {
     Pvas,
 }
 
+/// SKY-1's arrays (`sky-work cache-loop`): work, and where they ran.
+fn arrays_columns(prefix: &str, seconds: f64) -> Vec<Column> {
+    vec![
+        Column::new(
+            &format!("{prefix}work"),
+            Unit::PerSec,
+            true,
+            move |r: &Run| Some(r.workload("cache-loop", "passes")? / seconds),
+        ),
+        Column::new(
+            &format!("{prefix}last-CPU share"),
+            Unit::Share,
+            false,
+            |r: &Run| r.placement("cache-loop", "last_cpu_share"),
+        ),
+        Column::new(
+            &format!("{prefix}migrations"),
+            Unit::PerSec,
+            true,
+            move |r: &Run| Some(r.placement("cache-loop", "migrations")? / seconds),
+        ),
+    ]
+}
+
+/// Ping-pong pairs among hogs: the pairs' wake-ups and work, the hogs'.
+fn pingpong_columns(prefix: &str) -> Vec<Column> {
+    vec![
+        Column::new(&format!("{prefix}wake p50"), Unit::Us, true, |r: &Run| {
+            r.placement("pingpong", "wake_p50_us")
+        }),
+        Column::new(&format!("{prefix}wake p99"), Unit::Us, true, |r: &Run| {
+            r.placement("pingpong", "wake_p99_us")
+        }),
+        Column::new("round trips", Unit::PerSec, true, |r: &Run| {
+            r.workload("pingpong", "round_trips_per_s")
+        }),
+        Column::new("hog work", Unit::PerSec, true, |r: &Run| {
+            r.workload("burn", "iterations_per_s")
+        }),
+    ]
+}
+
 impl Scenario {
     pub fn name(self) -> &'static str {
         match self {
@@ -261,63 +303,34 @@ impl Scenario {
     /// The figures of each run, as table columns.
     pub(super) fn columns(self, seconds: f64, cpus: f64) -> Vec<Column> {
         match self {
-            Scenario::Sky1 => vec![
-                Column::new("work", Unit::PerSec, true, move |r: &Run| {
-                    Some(r.workload("cache-loop", "passes")? / seconds)
-                }),
-                Column::new("last-CPU share", Unit::Share, false, |r: &Run| {
-                    r.placement("cache-loop", "last_cpu_share")
-                }),
-                Column::new("migrations", Unit::PerSec, true, move |r: &Run| {
-                    Some(r.placement("cache-loop", "migrations")? / seconds)
-                }),
-                Column::new("wake p99", Unit::Us, false, |r: &Run| {
+            Scenario::Sky1 => {
+                let mut cols = arrays_columns("", seconds);
+                cols.push(Column::new("wake p99", Unit::Us, false, |r: &Run| {
                     r.placement("cache-loop", "wake_p99_us")
-                }),
-                Column::new("miss rate (512 KB)", Unit::Share, true, |r: &Run| {
-                    miss_rate(r, None)
-                }),
-            ],
-            Scenario::Latency => vec![
-                Column::new("wake p50", Unit::Us, true, |r: &Run| {
-                    r.placement("pingpong", "wake_p50_us")
-                }),
-                Column::new("wake p99", Unit::Us, true, |r: &Run| {
-                    r.placement("pingpong", "wake_p99_us")
-                }),
-                Column::new("wake max", Unit::Us, false, |r: &Run| {
-                    r.placement("pingpong", "wake_max_us")
-                }),
-                Column::new("round trips", Unit::PerSec, true, |r: &Run| {
-                    r.workload("pingpong", "round_trips_per_s")
-                }),
-                Column::new("hog work", Unit::PerSec, true, |r: &Run| {
-                    r.workload("burn", "iterations_per_s")
-                }),
-            ],
-            Scenario::Mixed => vec![
-                Column::new("arrays last-CPU share", Unit::Share, false, |r: &Run| {
-                    r.placement("cache-loop", "last_cpu_share")
-                }),
-                Column::new("arrays migrations", Unit::PerSec, true, move |r: &Run| {
-                    Some(r.placement("cache-loop", "migrations")? / seconds)
-                }),
-                Column::new("arrays work", Unit::PerSec, true, move |r: &Run| {
-                    Some(r.workload("cache-loop", "passes")? / seconds)
-                }),
-                Column::new("ping-pong wake p50", Unit::Us, true, |r: &Run| {
-                    r.placement("pingpong", "wake_p50_us")
-                }),
-                Column::new("ping-pong wake p99", Unit::Us, true, |r: &Run| {
-                    r.placement("pingpong", "wake_p99_us")
-                }),
-                Column::new("round trips", Unit::PerSec, true, |r: &Run| {
-                    r.workload("pingpong", "round_trips_per_s")
-                }),
-                Column::new("hog work", Unit::PerSec, true, |r: &Run| {
-                    r.workload("burn", "iterations_per_s")
-                }),
-            ],
+                }));
+                cols.push(Column::new(
+                    "miss rate (512 KB)",
+                    Unit::Share,
+                    true,
+                    |r: &Run| miss_rate(r, None),
+                ));
+                cols
+            }
+            Scenario::Latency => {
+                let mut cols = pingpong_columns("");
+                cols.insert(
+                    2,
+                    Column::new("wake max", Unit::Us, false, |r: &Run| {
+                        r.placement("pingpong", "wake_max_us")
+                    }),
+                );
+                cols
+            }
+            Scenario::Mixed => {
+                let mut cols = arrays_columns("arrays ", seconds);
+                cols.extend(pingpong_columns("ping-pong "));
+                cols
+            }
             Scenario::Schbench => {
                 let mut cols = Vec::new();
                 for (load, label) in [("0.50", "50 %"), ("0.90", "90 %")] {
