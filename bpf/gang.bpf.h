@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * gang.bpf.h - shared-cache gangs (SEEDS.md §3): the threads of a
+ * gang.bpf.h - shared-cache gangs (seed 003, docs/seeds.md): the threads of a
  * memory-bound gang run in one cache domain, their home ("All share"), and
  * each domain holds one memory-bound gang while there are domains to spare
  * (Clean, not Dirty): Partial share in a Dirty domain costs > 2x CPI.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * smt.bpf.h - SMT pairing (SEEDS.md §2): a persistent-memory writer stalls
+ * smt.bpf.h - SMT pairing (seed 000, docs/seeds.md): a persistent-memory writer stalls
  * on its stores and flushes, so the core it runs on has execution units to
  * spare; a compute task on the other hardware thread uses them. Two PM
  * writers on one core both stall, two compute tasks fight for the same

@@ -1,4 +1,4 @@
-# Seed 003's experiment (SEEDS.md §3) in one boot, a benchmark, not a
+# Seed 003's experiment (docs/seeds.md) in one boot, a benchmark, not a
 # test: 1, 2 and 4 memory-bound gangs of 3 threads (`sky-work gang`, a
 # dependent random walk over 8 MiB shared by its threads) on two cache
 # domains, ${1:-10} s per placement:

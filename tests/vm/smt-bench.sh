@@ -1,4 +1,4 @@
-# Seed 000's comparison (SEEDS.md §2) in one boot, a benchmark, not a test:
+# Seed 000's comparison (docs/seeds.md) in one boot, a benchmark, not a test:
 # two PM writers and two integer-division compute tasks on 2 cores x 2
 # threads, ${1:-10} s per placement:
 #   smt-cross     pinned by hand: each core runs a PM writer and a compute task

@@ -32,7 +32,7 @@ pub struct Thresholds {
 }
 
 impl Default for Thresholds {
-    /// Starting points from the paper's two kinds of task (SEEDS.md §2):
+    /// Starting points from the paper's two kinds of task (seed 000, docs/seeds.md):
     /// a PM writer's 256 B stores and flushes stall most of its cycles; an
     /// integer-division loop retires an instruction every cycle or two and
     /// touches no memory. Real workloads should be checked with

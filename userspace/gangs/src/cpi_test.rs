@@ -1,4 +1,4 @@
-//! Is a gang memory-bound? The paper's test (SEEDS.md §3): sample the
+//! Is a gang memory-bound? The paper's test (seed 003, docs/seeds.md): sample the
 //! gang's CPI (cycles / instructions) while it is in *All share* (all its
 //! threads on one last-level cache) and while it is in *Partial share*
 //! (spread over domains another memory-bound gang uses), and call it

@@ -1,4 +1,4 @@
-//! Shared-cache gangs (SEEDS.md §3): a gang is a set of tasks that share
+//! Shared-cache gangs (seed 003, docs/seeds.md): a gang is a set of tasks that share
 //! data — the threads of one process by default, the member processes of
 //! one shared space, a cgroup, or what a rule says. A memory-bound gang
 //! runs at less than half the CPI when all of it shares one last-level

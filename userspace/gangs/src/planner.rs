@@ -1,4 +1,4 @@
-//! The home-domain planner (SEEDS.md §3): gives every memory-bound gang a
+//! The home-domain planner (seed 003, docs/seeds.md): gives every memory-bound gang a
 //! home last-level-cache (LLC) domain so that all its threads share one
 //! cache ("All share", CPI ~0.5) and, while that is possible, no other
 //! memory-bound gang shares it ("Partial share" in a Dirty domain costs

@@ -1,5 +1,5 @@
 //! Shared-cache gangs judged from the scheduler tracepoints, for any
-//! scheduler (SEEDS.md §3): is each gang's work in one cache domain ("All
+//! scheduler (seed 003, docs/seeds.md): is each gang's work in one cache domain ("All
 //! share"), and does any domain run two gangs at once (Dirty)? A gang is
 //! told by name: every task whose name starts with `mb-` belongs to the
 //! gang of that name (`mb-a`, `mb-b`, ...), whichever process it is in, so

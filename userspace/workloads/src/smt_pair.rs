@@ -1,4 +1,4 @@
-//! The two kinds of task SMT pairing is about (SEEDS.md §2): a
+//! The two kinds of task SMT pairing is about (seed 000, docs/seeds.md): a
 //! persistent-memory writer, whose flushed stores stall its core, and
 //! compute tasks that keep the core's execution units busy. One process
 //! each, named by kind (`pm-writer`, `cpu-idiv`, ...), so class hints and

@@ -1,6 +1,6 @@
 //! SMT pairing judged from the scheduler tracepoints, for any scheduler:
 //! while a PM writer runs, what does its core's other hardware thread run
-//! — a compute task (the pairing SEEDS.md §2 asks for), another PM writer,
+//! — a compute task (the pairing seed 000 asks for: docs/seeds.md), another PM writer,
 //! nothing, or something else? Tasks are told apart by name, as
 //! `sky-work pm-write` and `sky-work compute` name themselves.
 

@@ -85,7 +85,7 @@ pub fn burn(threads: usize, duration: Duration, stop: &'static AtomicBool) -> Re
     })
 }
 
-/// A memory-bound gang (SEEDS.md §3): `threads` threads walk one shared
+/// A memory-bound gang (seed 003, docs/seeds.md): `threads` threads walk one shared
 /// buffer of `mb` MiB in a dependent pseudo-random chain (each load's
 /// address comes from the one before, so the caches, not the ALUs, set the
 /// pace) for `run`. Returns the loads made. On real hardware its CPI
