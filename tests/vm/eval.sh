@@ -41,36 +41,40 @@ wl_sky1() {
 		--burst-us 2000 --sleep-us 200 --seconds "$secs" --mark-phase
 }
 
-# Wake-up latency under a mixed load: a CPU hog on every CPU and two
-# ping-pong pairs (a wakeup every round trip), started hogs first. The
-# hogs run until the pairs end (their start-up takes a second or two under
-# TCG), so no part of the pairs' run is without them.
-wl_latency() {
+# with_hogs COMMAND...: a CPU hog on every CPU, started first, while
+# COMMAND runs, then the hogs' result. The hogs run until COMMAND ends
+# (start-up takes a second or two under TCG), so no part of its run is
+# without them.
+with_hogs() {
 	sky-work burn --threads "$cpus" --seconds 600 >/tmp/burn.out &
 	burn=$!
 	sleep 0.2
-	sky-work pingpong --pairs 2 --seconds "$secs"
+	"$@"
 	kill -TERM "$burn"
 	wait "$burn"
 	cat /tmp/burn.out
 }
 
+# Wake-up latency under a mixed load: a CPU hog on every CPU and two
+# ping-pong pairs (a wakeup every round trip), started hogs first.
+wl_latency() {
+	with_hogs sky-work pingpong --pairs 2 --seconds "$secs"
+}
+
 # Mixed: SKY-1's arrays (one process per CPU) beside a hog per CPU and two
 # ping-pong pairs, started hogs, arrays, pairs: cache affinity and wake-up
 # latency judged in one run, each for its own group.
-wl_mixed() {
-	sky-work burn --threads "$cpus" --seconds 600 >/tmp/burn.out &
-	burn=$!
-	sleep 0.2
+arrays_and_pairs() {
 	sky-work cache-loop --procs "$cpus" --array-kb 4 --stride 16 \
 		--burst-us 2000 --sleep-us 200 --seconds "$secs" >/tmp/arrays.out &
 	arrays=$!
 	sleep 0.2
 	sky-work pingpong --pairs 2 --seconds "$secs"
 	wait "$arrays"
-	kill -TERM "$burn"
-	wait "$burn"
-	cat /tmp/arrays.out /tmp/burn.out
+	cat /tmp/arrays.out
+}
+wl_mixed() {
+	with_hogs arrays_and_pairs
 }
 
 # schbench-style requests: 2 message threads, 8 workers each, 500 us of

@@ -184,10 +184,10 @@ impl Scenario {
             Scenario::Schbench => {
                 "schbench-style requests (`sky-work schbench`, written here: the figure kernel \
                  scheduler developers quote): 2 message threads post requests at a fixed rate \
-                 to 8 workers each, which wake, compute 500 us of work (a fixed loop count, timed \
-                 with every CPU computing) and sleep; the rate needs 50 % of every CPU, then 90 %. *wake p50/p99*: from a \
-                 message thread waking a sleeping worker to the worker running, measured by \
-                 the workers; *request p99*: from posting to the work done (waiting for a \
+                 to 8 workers each, which wake, compute 500 us of work (a fixed loop count, \
+                 timed with every CPU computing) and sleep; the rate needs 50 % of every CPU, \
+                 then 90 %. *wake p50/p99*: from a message thread waking a sleeping worker to \
+                 the worker running, measured by the workers; *request p99*: from posting to the work done (waiting for a \
                  worker, and preemption, included); *requests*: done per second."
             }
             Scenario::Overhead => {
