@@ -28,6 +28,11 @@ pub struct ConsoleFilter {
 }
 
 impl ConsoleFilter {
+    /// Whether the guest's init has printed its first line.
+    pub fn guest_up(&self) -> bool {
+        self.guest_up
+    }
+
     /// The line to show and keep, or None to drop it.
     pub fn line(&mut self, raw: &str) -> Option<String> {
         let mut clean = strip_controls(raw);
