@@ -71,7 +71,7 @@ static u64 sky_per_start_ns;
  * The most the bound grows to: a third of the kernel's watchdog timeout, at
  * most 1 s. Set by the daemon from the timeout it gives the kernel.
  */
-const volatile u64 bound_max_ns = 1000000000ULL;
+const volatile u64 sky_bound_max_ns = 1000000000ULL;
 
 /* The bound in force: starve_ns, or the load-following bound when larger. */
 static __always_inline u64 sky_bound_ns(void)
@@ -323,7 +323,8 @@ __noinline int sky_drain_offline(s32 owner)
 		p = bpf_iter_scx_dsq_next(&it);
 		if (!p)
 			break;
-		scx_bpf_dsq_move_set_vtime(&it, sky_queue_key(p, sky_task_of(p), sky_vframe_llc(llc)));
+		scx_bpf_dsq_move_set_vtime(&it,
+					   sky_queue_key(p, sky_task_of(p), sky_vframe_llc(llc)));
 		scx_bpf_dsq_move_vtime(&it, p, sky_llc_dsq(llc), 0);
 	}
 	bpf_iter_scx_dsq_destroy(&it);
@@ -361,9 +362,9 @@ static __always_inline u64 sky_queued_in_all(void)
 	u64 total = sky_nr_queued(SKY_DSQ_RESCUE);
 	u32 cpu, llc;
 
-	bpf_for(cpu, 0, nr_cpus)
+	bpf_for(cpu, 0, sky_nr_cpus)
 		total += sky_nr_queued(sky_cpu_dsq(cpu));
-	bpf_for(llc, 0, nr_llcs)
+	bpf_for(llc, 0, sky_nr_llcs)
 		total += sky_nr_queued(sky_llc_dsq(llc));
 	return total;
 }
@@ -391,10 +392,10 @@ static __always_inline void sky_bound_follow(u64 dt)
 			per_start = sky_cfg.slice_ns;
 		sky_per_start_ns = sky_ewma(sky_per_start_ns, per_start);
 	}
-	per_start = sky_per_start_ns > sky_cfg.slice_min_ns ? sky_per_start_ns :
-							      sky_cfg.slice_min_ns;
+	per_start =
+		sky_per_start_ns > sky_cfg.slice_min_ns ? sky_per_start_ns : sky_cfg.slice_min_ns;
 	round = (queued + cpus) * per_start / cpus;
-	sky_bound_load_ns = 2 * round < bound_max_ns ? 2 * round : bound_max_ns;
+	sky_bound_load_ns = 2 * round < sky_bound_max_ns ? 2 * round : sky_bound_max_ns;
 	sky_rescued_per_cpu = sky_nr_queued(SKY_DSQ_RESCUE) / cpus;
 }
 
@@ -412,7 +413,7 @@ static __always_inline u64 sky_bound_scan_all(u64 now, u64 dt)
 	sky_load_sample(dt);
 	sky_bound_follow(dt);
 	next = sky_rescue_period_ns();
-	bpf_for(cpu, 0, nr_cpus) {
+	bpf_for(cpu, 0, sky_nr_cpus) {
 		if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) <= 0)
 			continue;
 		queued = true;
@@ -420,7 +421,7 @@ static __always_inline u64 sky_bound_scan_all(u64 now, u64 dt)
 		if (left < next)
 			next = left;
 	}
-	bpf_for(llc, 0, nr_llcs) {
+	bpf_for(llc, 0, sky_nr_llcs) {
 		if (scx_bpf_dsq_nr_queued(sky_llc_dsq(llc)) <= 0)
 			continue;
 		queued = true;

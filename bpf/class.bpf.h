@@ -32,7 +32,8 @@ struct sky_comm {
  * Name hint @rule of the pinned policy (sky_config.comm_rules), or NULL
  * if there is no such rule or no name.
  */
-static __always_inline const struct sky_comm_rule *sky_comm_rule(const struct sky_comm *comm, u32 rule)
+static __always_inline const struct sky_comm_rule *sky_comm_rule(const struct sky_comm *comm,
+								 u32 rule)
 {
 	return comm && rule < SKY_COMM_RULES_MAX ? &sky_cfg.comm_rules[rule] : NULL;
 }
@@ -118,7 +119,8 @@ static __always_inline u32 sky_class_of(const struct task_struct *p)
 	class = bpf_map_lookup_elem(&sky_pid_class, &pid);
 	if (class)
 		return *class < SKY_NR_CLASSES ? *class : SKY_CLASS_UNKNOWN;
-	if (!sky_cfg.nr_comm_rules || bpf_probe_read_kernel_str(comm.name, sizeof(comm.name), p->comm) <= 0)
+	if (!sky_cfg.nr_comm_rules ||
+	    bpf_probe_read_kernel_str(comm.name, sizeof(comm.name), p->comm) <= 0)
 		return SKY_CLASS_UNKNOWN;
 	return sky_class_by_comm(&comm);
 }

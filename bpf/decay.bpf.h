@@ -16,7 +16,7 @@
  *   they pulled more than the LLC (decay_llc_bytes) into its domain. An
  *   idle CPU adds nothing: a task asleep on an idle machine stays warm.
  *
- * Where the PMU counts LLC misses (pressure_line_bytes set), misses x line
+ * Where the PMU counts LLC misses (sky_pressure_line_bytes set), misses x line
  * size replace run time x rate: pmu.bpf.h fills the totals at each context
  * switch from what was measured, and nothing else changes.
  *
@@ -30,9 +30,9 @@
 #include "topology.bpf.h"
 
 enum sky_decay {
-	SKY_WARM,		/* cache still warm: stay on the last CPU */
-	SKY_CORE_COLD,		/* private cache cold: any CPU of the LLC */
-	SKY_LLC_COLD,		/* everything cold: any CPU */
+	SKY_WARM, /* cache still warm: stay on the last CPU */
+	SKY_CORE_COLD, /* private cache cold: any CPU of the LLC */
+	SKY_LLC_COLD, /* everything cold: any CPU */
 };
 
 /* Bytes pulled into each CPU's caches and each domain's LLC, ever. */
@@ -49,7 +49,7 @@ static __always_inline u64 *sky_llc_pressure_of(u32 llc)
  * pressure is estimated from run time. Set by the daemon when it counts
  * LLC misses.
  */
-const volatile u64 pressure_line_bytes;
+const volatile u64 sky_pressure_line_bytes;
 
 /*
  * @cpu's caches took in @bytes. Only @cpu writes its own total; the
@@ -60,7 +60,7 @@ static __always_inline void sky_pressure_fill(s32 cpu, u64 bytes)
 	u32 llc = sky_llc_of(cpu);
 
 	sky_cpu_pressure[sky_cpu_idx(cpu)] += bytes;
-	if (llc < nr_llcs)
+	if (llc < sky_nr_llcs)
 		__sync_fetch_and_add(sky_llc_pressure_of(llc), bytes);
 }
 
@@ -70,7 +70,7 @@ static __always_inline void sky_pressure_left(struct sky_task *tctx, s32 cpu)
 	u32 llc = sky_llc_of(cpu);
 
 	tctx->left_cpu_pressure = sky_cpu_pressure[sky_cpu_idx(cpu)];
-	tctx->left_llc_pressure = llc < nr_llcs ? *sky_llc_pressure_of(llc) : 0;
+	tctx->left_llc_pressure = llc < sky_nr_llcs ? *sky_llc_pressure_of(llc) : 0;
 }
 
 /*
@@ -79,7 +79,7 @@ static __always_inline void sky_pressure_left(struct sky_task *tctx, s32 cpu)
  */
 static __always_inline void sky_pressure_add(struct sky_task *tctx, s32 cpu, u64 ran_ns)
 {
-	if (!pressure_line_bytes)
+	if (!sky_pressure_line_bytes)
 		sky_pressure_fill(cpu, ran_ns * sky_cfg.fill_bytes_per_ms / 1000000);
 	if (tctx)
 		sky_pressure_left(tctx, cpu);
@@ -110,7 +110,7 @@ static __always_inline enum sky_decay sky_decay_by_pressure(const struct sky_tas
 	u32 llc = sky_llc_of(cpu);
 	u64 core, shared;
 
-	if (llc >= nr_llcs)
+	if (llc >= sky_nr_llcs)
 		return SKY_LLC_COLD;
 	shared = *sky_llc_pressure_of(llc) - tctx->left_llc_pressure;
 	if (shared >= sky_cfg.decay_llc_bytes)

@@ -19,7 +19,7 @@ static __always_inline void sky_dump(void)
 	scx_bpf_dump("sky: policy generation %llu, rescue queue %d, alarm due %llu, now %llu\n",
 		     sky_cfg.generation, scx_bpf_dsq_nr_queued(SKY_DSQ_RESCUE), sky_bound_due,
 		     scx_bpf_now());
-	bpf_for(llc, 0, nr_llcs) {
+	bpf_for(llc, 0, sky_nr_llcs) {
 		scx_bpf_dump("sky: llc %u queue %d pressure %llu\n", llc,
 			     scx_bpf_dsq_nr_queued(sky_llc_dsq(llc)), *sky_llc_pressure_of(llc));
 	}

@@ -107,7 +107,7 @@ __noinline u32 sky_gang_pick_home(void)
 	s32 fewest = 0, n;
 
 	bpf_for(llc, 0, SKY_MAX_LLCS) {
-		if (llc >= nr_llcs)
+		if (llc >= sky_nr_llcs)
 			break;
 		if (sky_llc_online[llc] <= 0)
 			continue;
@@ -165,7 +165,7 @@ static __always_inline u32 sky_gang_home_of(const struct task_struct *p, bool cl
 		llc = sky_gang_claim(key);
 	else
 		return SKY_LLC_UNKNOWN;
-	if (llc >= nr_llcs || sky_llc_online[llc & (SKY_MAX_LLCS - 1)] <= 0)
+	if (llc >= sky_nr_llcs || sky_llc_online[llc & (SKY_MAX_LLCS - 1)] <= 0)
 		return SKY_LLC_UNKNOWN;
 	return llc;
 }
@@ -270,7 +270,7 @@ static __always_inline u64 sky_gang_spill_left(u32 home, const struct sky_task *
 /* Does a homed thread wait in @llc's queue for a CPU of its home? */
 static __always_inline bool sky_gang_waits_in(u32 llc)
 {
-	return llc < nr_llcs && sky_llc_gang_waiting[llc & (SKY_MAX_LLCS - 1)] > 0 &&
+	return llc < sky_nr_llcs && sky_llc_gang_waiting[llc & (SKY_MAX_LLCS - 1)] > 0 &&
 	       scx_bpf_dsq_nr_queued(sky_llc_dsq(llc)) > 0;
 }
 
@@ -286,9 +286,9 @@ static __always_inline s32 sky_gang_room_elsewhere(struct task_struct *p, u32 ll
 	if (!p)
 		return -1;
 	bpf_for(i, 1, SKY_MAX_LLCS) {
-		if (i >= nr_llcs)
+		if (i >= sky_nr_llcs)
 			break;
-		d = (llc + i) % nr_llcs;
+		d = (llc + i) % sky_nr_llcs;
 		if (sky_gang_waits_in(d))
 			continue;
 		cpu = sky_claim_idle_in(sky_llc_cpus(d));
@@ -401,7 +401,7 @@ static __always_inline void sky_gang_exit(struct task_struct *p, struct sky_task
 	if (!h)
 		return;
 	llc = h->llc;
-	if (!bpf_map_delete_elem(&sky_gang_homes, &key) && llc < nr_llcs)
+	if (!bpf_map_delete_elem(&sky_gang_homes, &key) && llc < sky_nr_llcs)
 		__sync_fetch_and_add(&sky_llc_gangs[llc & (SKY_MAX_LLCS - 1)], -1);
 }
 

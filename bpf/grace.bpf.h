@@ -76,8 +76,8 @@ static __always_inline u64 sky_foreign_left(const struct task_struct *p,
  * waits in the queue of CPU @owner, or (@owner < 0) of its domain.
  * 0 if it may now.
  */
-static __always_inline u64 sky_take_left(const struct task_struct *p,
-					 const struct sky_task *tctx, s32 owner, u64 now)
+static __always_inline u64 sky_take_left(const struct task_struct *p, const struct sky_task *tctx,
+					 s32 owner, u64 now)
 {
 	return owner >= 0 ? sky_grace_left(tctx, owner, now) : sky_foreign_left(p, tctx, now);
 }

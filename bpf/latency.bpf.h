@@ -37,7 +37,7 @@
  *   tasks waiting there (sky_lat_sync_queue); a task that is not short
  *   stacks in the waker's local queue when nothing waits there.
  * - Yield: a yielding task gives its CPU to the next queued task
- *   (sky1_dispatch reads tctx->yielded).
+ *   (sky_queue_dispatch reads tctx->yielded).
  * - Overload (more tasks runnable than starve_ns serves: the bound has
  *   grown, bound.bpf.h): idle CPUs near are still claimed, but no wakee
  *   preempts or stacks over waiting tasks; every task waits its turn.
@@ -56,11 +56,11 @@
 
 /* sync_trust: sleeps after a synchronous wakeup count up, runs on count down. */
 enum sky_sync_trust {
-	SKY_SYNC_TRUST_MAX	= 8,
+	SKY_SYNC_TRUST_MAX = 8,
 	/* Where a new task starts: stacks when nothing waits. */
-	SKY_SYNC_TRUST_START	= 4,
+	SKY_SYNC_TRUST_START = 4,
 	/* A waker stacks its wakee only from here. */
-	SKY_SYNC_TRUST_STACK	= 3,
+	SKY_SYNC_TRUST_STACK = 3,
 };
 
 /* A queue head that is not short is behind every running task. */
@@ -94,8 +94,8 @@ static __always_inline void sky_lat_started(struct task_struct *p, struct sky_ta
 					    u64 now)
 {
 	struct sky_cpu_run *r = sky_run_of(cpu);
-	bool batch = tctx && !tctx->short_task && !((p->flags & PF_KTHREAD) &&
-						       p->nr_cpus_allowed == 1);
+	bool batch =
+		tctx && !tctx->short_task && !((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1);
 
 	if (tctx)
 		tctx->yielded = 0;
@@ -136,8 +136,7 @@ static __always_inline bool sky_lat_protected(const struct sky_cpu_run *r, s32 c
  * May a wakee of vtime @vtime (in frame @vframe, @extra its burst term)
  * preempt what @cpu runs at @now? Claims the CPU if so.
  */
-static __always_inline bool sky_lat_take_victim(s32 cpu, u64 vtime, s32 vframe, u64 extra,
-						u64 now)
+static __always_inline bool sky_lat_take_victim(s32 cpu, u64 vtime, s32 vframe, u64 extra, u64 now)
 {
 	struct sky_cpu_run *r = sky_run_of(cpu);
 	u64 started = r->started_ns, last = r->preempted_ns, min_run = sky_cfg.latency_min_run_ns;
@@ -199,7 +198,7 @@ static __always_inline s32 sky_lat_idle_near(struct task_struct *p, s32 prev)
 {
 	u32 llc = sky_llc_of(prev);
 	const struct cpumask *domain = sky_llc_cpus(llc);
-	s32 sib = cpu_sibling[sky_cpu_idx(prev)];
+	s32 sib = sky_cpu_sibling[sky_cpu_idx(prev)];
 
 	if (sky_lat_gang_waits(p, llc)) {
 		sky_stat_inc(SKY_STAT_LAT_GANG_DEFERS);
@@ -294,7 +293,7 @@ __noinline s64 sky_lat_short_head_lag(u64 dsq, s32 frame)
 /*
  * A tick on @cpu, which runs @p: a batch task that has run
  * latency_min_run_ns ends its slice now if a short task waits ahead of it
- * (by key, as sky1_dispatch compares them at a slice end) in this CPU's
+ * (by key, as sky_queue_dispatch compares them at a slice end) in this CPU's
  * queue or its domain's. Each CPU of a domain ticks at its own time, so a
  * short task waits for the domain's next tick, with no IPI, rather than
  * for its last CPU's slice end.
@@ -319,7 +318,8 @@ static __always_inline void sky_lat_tick(struct task_struct *p, s32 cpu)
 	 */
 	own_head = sky_peek(sky_cpu_dsq(cpu));
 	own_lag = own_head ? sky_vlag(own_head->scx.dsq_vtime, sky_vframe_cpu(cpu)) : SKY_LAG_NONE;
-	if ((own_lag >= lag || sky_lat_short_head_lag(sky_cpu_dsq(cpu), sky_vframe_cpu(cpu)) >= lag) &&
+	if ((own_lag >= lag ||
+	     sky_lat_short_head_lag(sky_cpu_dsq(cpu), sky_vframe_cpu(cpu)) >= lag) &&
 	    sky_lat_short_head_lag(sky_llc_dsq(llc), sky_vframe_llc(llc)) >=
 		    (own_lag < lag ? own_lag : lag))
 		return;

@@ -32,7 +32,7 @@
 #include "topology.bpf.h"
 
 /* Fixed point: one task always runnable. */
-#define SKY_LOAD_ONE	1024
+#define SKY_LOAD_ONE 1024
 
 /* Each CPU's load, its domain's average, and when they were last sampled. */
 static u32 sky_cpu_load[SKY_MAX_CPUS];
@@ -61,7 +61,7 @@ static u64 sky_sampled_queued;
  * time a CPU spends per task / CPUs. That time is a minimum slice at
  * least, or what the CPUs measure (sky_cpu_starts, above: under TCG a
  * switch alone can take longer than slice_min_ns). Twice, because the
- * queues are not equally long. At most bound_max_ns. The queues serve the
+ * queues are not equally long. At most sky_bound_max_ns. The queues serve the
  * tasks in vtime order with slices shrunk to slice_min_ns (vtime.bpf.h),
  * and with no sleeper credit or burst term: round-robin within each
  * queue, last-CPU affinity kept. Followed by every scan (sky_bound_follow,
@@ -123,14 +123,14 @@ __noinline int sky_load_sample(u64 dt)
 	u32 cpu, llc, online = 0;
 	s32 n;
 
-	bpf_for(llc, 0, nr_llcs) {
+	bpf_for(llc, 0, sky_nr_llcs) {
 		sky_llc_load_sum[llc & (SKY_MAX_LLCS - 1)] = 0;
 		sky_llc_load_cpus[llc & (SKY_MAX_LLCS - 1)] = 0;
 		n = scx_bpf_dsq_nr_queued(sky_llc_dsq(llc));
 		queued += n > 0 ? n : 0;
 	}
 	idle = scx_bpf_get_idle_cpumask();
-	bpf_for(cpu, 0, nr_cpus) {
+	bpf_for(cpu, 0, sky_nr_cpus) {
 		u32 *load = &sky_cpu_load[sky_cpu_idx(cpu)], l = sky_llc_of(cpu);
 		u64 sample;
 
@@ -148,7 +148,7 @@ __noinline int sky_load_sample(u64 dt)
 			*load += (sample - *load) * weight / SKY_LOAD_ONE;
 		else
 			*load -= (*load - sample) * weight / SKY_LOAD_ONE;
-		if (l < nr_llcs) {
+		if (l < sky_nr_llcs) {
 			sky_llc_load_sum[l & (SKY_MAX_LLCS - 1)] += *load;
 			sky_llc_load_cpus[l & (SKY_MAX_LLCS - 1)]++;
 		}
@@ -158,7 +158,7 @@ __noinline int sky_load_sample(u64 dt)
 	sky_sampled_queued = queued + (n > 0 ? n : 0);
 	sky_sampled_starts = starts;
 	sky_sampled_online = online;
-	bpf_for(llc, 0, nr_llcs) {
+	bpf_for(llc, 0, sky_nr_llcs) {
 		u32 i = llc & (SKY_MAX_LLCS - 1), n = sky_llc_load_cpus[i];
 
 		sky_llc_load[i] = n ? sky_llc_load_sum[i] / n : 0;

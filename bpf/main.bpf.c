@@ -14,7 +14,7 @@
 #include "bound.bpf.h"
 #include "burst.bpf.h"
 #include "latency.bpf.h"
-#include "sky1.bpf.h"
+#include "queues.bpf.h"
 #include "class.bpf.h"
 #include "smt.bpf.h"
 #include "gang.bpf.h"
@@ -45,9 +45,10 @@ s32 BPF_STRUCT_OPS(sky_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake
 	else if ((cpu = sky_gang_select(p, prev_cpu, &direct)) >= 0)
 		;
 	else if (sky_cfg.affinity && sky_task_is_free(p))
-		cpu = sky1_select_cpu(p, prev_cpu, wake_flags, waker, &direct);
+		cpu = sky_queue_select_cpu(p, prev_cpu, wake_flags, waker, &direct);
 	else if (__COMPAT_HAS_scx_bpf_select_cpu_and)
-		direct = (cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0)) >= 0;
+		direct = (cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, p->cpus_ptr, 0)) >=
+			 0;
 	else
 		cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &direct);
 
@@ -93,7 +94,7 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 	if (sky_cpu_here_leaving()) {
 		if (tctx)
 			tctx->gang_target = -1;
-		sky1_enqueue(p, tctx, cpu, enq_flags, now);
+		sky_queue_enqueue(p, tctx, cpu, enq_flags, now);
 		sky_bound_keep_watch(now);
 		return;
 	}
@@ -123,7 +124,7 @@ void BPF_STRUCT_OPS(sky_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	if (!sky_gang_enqueue(p, tctx, enq_flags) && !sky_lat_enqueue(p, tctx, cpu, enq_flags, now))
-		sky1_enqueue(p, tctx, cpu, enq_flags, now);
+		sky_queue_enqueue(p, tctx, cpu, enq_flags, now);
 	sky_bound_keep_watch(now);
 }
 
@@ -133,7 +134,7 @@ void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
 	u64 now = scx_bpf_now();
 
 	sky_bound_catch_up(now);
-	if (sky1_dispatch(cpu, prev)) {
+	if (sky_queue_dispatch(cpu, prev)) {
 		if (prev && sky_lat_yielded(prev))
 			sky_stat_inc(SKY_STAT_YIELDS);
 		return;
@@ -275,8 +276,8 @@ void BPF_STRUCT_OPS(sky_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 void BPF_STRUCT_OPS(sky_update_idle, s32 cpu, bool idle)
 {
 	SKY_CFG_PIN();
-	u64 now = scx_bpf_now(), dsqs[3] = { SKY_DSQ_RESCUE, sky_cpu_dsq(cpu),
-					     sky_llc_dsq(sky_llc_of(cpu)) };
+	u64 now = scx_bpf_now(),
+	    dsqs[3] = { SKY_DSQ_RESCUE, sky_cpu_dsq(cpu), sky_llc_dsq(sky_llc_of(cpu)) };
 	struct sky_task *tctx;
 	struct task_struct *p;
 	u32 i;
@@ -383,6 +384,8 @@ void BPF_STRUCT_OPS(sky_exit, struct scx_exit_info *ei)
 	UEI_RECORD(uei, ei);
 }
 
+/* The ops table keeps one callback a line, aligned. */
+/* clang-format off */
 SCX_OPS_DEFINE(sky_ops,
 	       .select_cpu	= (void *)sky_select_cpu,
 	       .enqueue		= (void *)sky_enqueue,
@@ -412,3 +415,4 @@ SCX_OPS_DEFINE(sky_ops,
 		*/
 	       .flags		= SCX_OPS_KEEP_BUILTIN_IDLE | SCX_OPS_ENQ_LAST,
 	       .name		= "sky");
+/* clang-format on */

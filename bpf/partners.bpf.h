@@ -16,7 +16,7 @@
  *   core's caches), else any of its domain (sky_lat_idle_near), grace
  *   waived (partner_splits).
  * - Queued: an idle CPU of the domain may take a task waiting for a CPU
- *   that runs its partner at once (sky1_steal_from: partner_steals).
+ *   that runs its partner at once (sky_queue_steal_from: partner_steals).
  *
  * Memory-bound gangs with a home (gang.bpf.h) already take an idle CPU at
  * home; this is for the others. Threads of one process are not partners

@@ -13,7 +13,7 @@
  * (bpf_perf_event_read_value is a tracing helper). It sees every switch,
  * those of tasks of other scheduling classes too, which is what a
  * per-task count should include. Loaded only when the daemon has counters
- * to give it (pmu_counters), so it costs nothing otherwise.
+ * to give it (sky_pmu_counters), so it costs nothing otherwise.
  *
  * Where LLC misses are counted, they also measure the cache pressure the
  * decay rule reads (decay.bpf.h): misses x line size fill the CPU's and
@@ -29,14 +29,14 @@
 #include "decay.bpf.h"
 
 /* The counters opened: bit N for slot N (enum sky_pmu_counter). */
-const volatile u32 pmu_counters;
+const volatile u32 sky_pmu_counters;
 
 /* Counter N of CPU C at index N * SKY_MAX_CPUS + C. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
 	__uint(key_size, sizeof(u32));
 	__uint(value_size, sizeof(u32));
-	__uint(max_entries, SKY_NR_PMU * SKY_MAX_CPUS);
+	__uint(max_entries, SKY_NR_PMU *SKY_MAX_CPUS);
 } sky_pmu_events SEC(".maps");
 
 /* Each CPU's counters as read at its last switch. */
@@ -105,16 +105,16 @@ int BPF_PROG(sky_pmu_switch, bool preempt, struct task_struct *prev, struct task
 	if (!last)
 		return 0;
 	bpf_for(slot, 0, SKY_NR_PMU) {
-		if (pmu_counters & (1u << slot))
+		if (sky_pmu_counters & (1u << slot))
 			delta[slot] = sky_pmu_delta(slot, &last->read[slot]);
 	}
 	/* The idle task's counts belong to no one, and press on no cache. */
 	if (!pid)
 		return 0;
-	if (pressure_line_bytes && delta[SKY_PMU_LLC_MISSES]) {
+	if (sky_pressure_line_bytes && delta[SKY_PMU_LLC_MISSES]) {
 		struct sky_task *tctx = sky_task_of(prev);
 		s32 cpu = bpf_get_smp_processor_id();
-		u64 bytes = delta[SKY_PMU_LLC_MISSES] * pressure_line_bytes;
+		u64 bytes = delta[SKY_PMU_LLC_MISSES] * sky_pressure_line_bytes;
 
 		sky_pressure_fill(cpu, bytes);
 		sky_stat_add(SKY_STAT_MEASURED_FILL_BYTES, bytes);

@@ -12,7 +12,7 @@
  *   decay.bpf.h     when a task's cache footprint is cold (sleep / pressure)
  *   load.bpf.h      per-CPU load averages: does a move balance anything?
  *   grace.bpf.h     when an idle CPU may take a task warm on another CPU
- *   sky1.bpf.h      SKY-1 placement: which queue a task waits in, dispatch
+ *   queues.bpf.h    queues and dispatch; SKY-1: which queue a task waits in
  *   bound.bpf.h     the wait bound: grace alarms and starvation rescue
  *   latency.bpf.h   short wakees: idle CPUs near, preemption, sync stacks, yield
  *   class.bpf.h     task classes the daemon gives (compute, pm-writer, ...)
@@ -126,8 +126,7 @@ static __always_inline u32 sky_cfg_pin(void)
 	sky_cfg_pinned[cpu] = live;
 	/* One read of a line every CPU shares; one write per switch. */
 	if (!sky_cfg_first_use_ns[live])
-		__sync_val_compare_and_swap(&sky_cfg_first_use_ns[live], 0,
-					    bpf_ktime_get_ns());
+		__sync_val_compare_and_swap(&sky_cfg_first_use_ns[live], 0, bpf_ktime_get_ns());
 	return outer;
 }
 
@@ -141,9 +140,8 @@ static __always_inline void sky_cfg_unpin(u32 *outer)
  * First statement of every callback and timer that reads the policy: pins
  * it for the callback's whole run and unpins on every return path.
  */
-#define SKY_CFG_PIN()								\
-	u32 __sky_cfg_outer __attribute__((cleanup(sky_cfg_unpin), unused)) =	\
-		sky_cfg_pin()
+#define SKY_CFG_PIN() \
+	u32 __sky_cfg_outer __attribute__((cleanup(sky_cfg_unpin), unused)) = sky_cfg_pin()
 
 /* The policy this CPU's callback pinned. */
 #define sky_cfg (sky_cfgs[sky_cfg_pinned[sky_this_cpu_slot()] & (SKY_CFG_SLOTS - 1)])

@@ -21,7 +21,7 @@
  * - accounting: how long PM writers ran beside each kind of sibling
  *   (pm_beside_* statistics).
  *
- * On only where the machine has SMT (smt_accounting); placement and
+ * On only where the machine has SMT (sky_smt_accounting); placement and
  * repair also need the policy's smt_pairing.
  */
 #ifndef __SKY_SMT_BPF_H
@@ -33,12 +33,12 @@
 #include "class.bpf.h"
 
 /* Each CPU's SMT sibling, -1 for none; written by the daemon. */
-const volatile s32 cpu_sibling[SKY_MAX_CPUS];
-const volatile u32 smt_accounting;
+const volatile s32 sky_cpu_sibling[SKY_MAX_CPUS];
+const volatile u32 sky_smt_accounting;
 
 /* What a CPU runs: an enum sky_class value, or one of these. */
 enum sky_smt_kind {
-	SKY_SMT_IDLE	= SKY_NR_CLASSES,
+	SKY_SMT_IDLE = SKY_NR_CLASSES,
 	SKY_SMT_OTHER,
 };
 
@@ -71,9 +71,10 @@ static __always_inline void sky_smt_count(s32 cpu, u64 now)
 {
 	u32 i = sky_cpu_idx(cpu);
 	u64 from = sky_cpu_counted_to[i];
-	s32 sib = cpu_sibling[i];
+	s32 sib = sky_cpu_sibling[i];
 
-	if ((s64)(now - from) <= 0 || __sync_val_compare_and_swap(&sky_cpu_counted_to[i], from, now) != from)
+	if ((s64)(now - from) <= 0 ||
+	    __sync_val_compare_and_swap(&sky_cpu_counted_to[i], from, now) != from)
 		return;
 	if (from && sib >= 0 && sky_cpu_kind[i] == SKY_CLASS_PM_WRITER)
 		sky_stat_add(sky_beside_stat(sky_cpu_kind[sky_cpu_idx(sib)]), now - from);
@@ -84,9 +85,9 @@ static __always_inline void sky_smt_set(s32 cpu, u8 kind, u64 now)
 {
 	s32 sib;
 
-	if (!smt_accounting)
+	if (!sky_smt_accounting)
 		return;
-	sib = cpu_sibling[sky_cpu_idx(cpu)];
+	sib = sky_cpu_sibling[sky_cpu_idx(cpu)];
 	sky_smt_count(cpu, now);
 	if (sib >= 0)
 		sky_smt_count(sib, now);
@@ -96,7 +97,7 @@ static __always_inline void sky_smt_set(s32 cpu, u8 kind, u64 now)
 /* @p starts on @cpu. */
 static __always_inline void sky_smt_started(s32 cpu, const struct task_struct *p, u64 now)
 {
-	if (smt_accounting)
+	if (sky_smt_accounting)
 		sky_smt_set(cpu, sky_class_of(p), now);
 }
 
@@ -108,7 +109,7 @@ static __always_inline void sky_smt_started(s32 cpu, const struct task_struct *p
  */
 static __always_inline void sky_smt_restate(s32 cpu, const struct task_struct *p)
 {
-	if (smt_accounting)
+	if (sky_smt_accounting)
 		sky_cpu_kind[sky_cpu_idx(cpu)] = sky_class_of(p);
 }
 
@@ -119,7 +120,7 @@ static __always_inline void sky_smt_restate(s32 cpu, const struct task_struct *p
  */
 static __always_inline void sky_smt_stopped(s32 cpu, u32 class, u64 now)
 {
-	if (!smt_accounting)
+	if (!sky_smt_accounting)
 		return;
 	sky_cpu_kind[sky_cpu_idx(cpu)] = class;
 	sky_smt_set(cpu, SKY_SMT_OTHER, now);
@@ -138,7 +139,7 @@ static __always_inline void sky_smt_left_idle(s32 cpu, u64 now)
 /* Placement and repair are on: SMT, and the policy wants it. */
 static __always_inline bool sky_smt_pairing(void)
 {
-	return smt_accounting && sky_cfg.smt_pairing;
+	return sky_smt_accounting && sky_cfg.smt_pairing;
 }
 
 /* Does a task of @class have a mate? */
@@ -156,7 +157,7 @@ static __always_inline u32 sky_smt_mate(u32 class)
 /* What @cpu's sibling runs; SKY_SMT_OTHER for a CPU without one. */
 static __always_inline u8 sky_sibling_kind(s32 cpu)
 {
-	s32 sib = cpu_sibling[sky_cpu_idx(cpu)];
+	s32 sib = sky_cpu_sibling[sky_cpu_idx(cpu)];
 
 	return sib >= 0 ? sky_cpu_kind[sky_cpu_idx(sib)] : SKY_SMT_OTHER;
 }
@@ -200,7 +201,7 @@ __noinline s32 sky_smt_best_idle(u32 class, s32 near)
 	u32 fit, rank, best_rank = 0, llc = sky_llc_of(near);
 	s32 cpu, best = -1;
 
-	bpf_for(cpu, 0, nr_cpus) {
+	bpf_for(cpu, 0, sky_nr_cpus) {
 		if (!bpf_cpumask_test_cpu(cpu, idle) || !sky_cpu_is_online(cpu))
 			continue;
 		fit = sky_smt_fit(cpu, class);
@@ -250,14 +251,14 @@ static __always_inline s32 sky_smt_place(struct task_struct *p, s32 prev)
  * this many slices: no other move may involve them meanwhile (moves
  * decided at once from the same view would undo each other).
  */
-#define SKY_SMT_HOLD_SLICES	2
+#define SKY_SMT_HOLD_SLICES 2
 
 /* Until when a core (its lower-numbered CPU's slot) is held by a move. */
 static u64 sky_core_held_until[SKY_MAX_CPUS];
 
 static __always_inline u32 sky_core_of(s32 cpu)
 {
-	s32 sib = cpu_sibling[sky_cpu_idx(cpu)];
+	s32 sib = sky_cpu_sibling[sky_cpu_idx(cpu)];
 
 	return sky_cpu_idx(sib >= 0 && sib < cpu ? sib : cpu);
 }
@@ -285,10 +286,10 @@ static __always_inline bool sky_smt_hold(s32 cpu, u64 now, u64 until)
 __noinline s32 sky_smt_partner(u32 class, s32 cpu, u32 fit)
 {
 	u32 mate = sky_smt_mate(class), llc = sky_llc_of(cpu), rank, best_rank = 0;
-	s32 sib = cpu_sibling[sky_cpu_idx(cpu)], d, best = -1;
+	s32 sib = sky_cpu_sibling[sky_cpu_idx(cpu)], d, best = -1;
 	u8 kind, beside;
 
-	bpf_for(d, 0, nr_cpus) {
+	bpf_for(d, 0, sky_nr_cpus) {
 		if (d == cpu || d == sib || !sky_cpu_is_online(d))
 			continue;
 		kind = sky_cpu_kind[sky_cpu_idx(d)];
@@ -297,7 +298,8 @@ __noinline s32 sky_smt_partner(u32 class, s32 cpu, u32 fit)
 			rank = 4;
 		else if (beside == mate && kind == mate && sky_cpu_lone(d))
 			rank = 3;
-		else if (beside == mate && kind < SKY_NR_CLASSES && kind != class && sky_cpu_lone(d))
+		else if (beside == mate && kind < SKY_NR_CLASSES && kind != class &&
+			 sky_cpu_lone(d))
 			rank = 2;
 		else if (!fit && beside != class && kind == SKY_SMT_IDLE)
 			rank = 1;

@@ -66,8 +66,8 @@ static __always_inline void sky_wait_record(struct sky_task *tctx, u64 waited_ns
 
 	if (us) {
 		msb = sky_msb64(us);
-		sub = msb >= SKY_WAIT_SUB_SHIFT ? us >> (msb - SKY_WAIT_SUB_SHIFT) :
-						  us << (SKY_WAIT_SUB_SHIFT - msb);
+		sub = msb >= SKY_WAIT_SUB_SHIFT ? us >> (msb - SKY_WAIT_SUB_SHIFT)
+						: us << (SKY_WAIT_SUB_SHIFT - msb);
 		sub &= (1 << SKY_WAIT_SUB_SHIFT) - 1;
 		bucket = 1 + (msb << SKY_WAIT_SUB_SHIFT) + sub;
 	}

@@ -11,15 +11,15 @@
 
 #include "sky.bpf.h"
 
-const volatile u32 nr_llcs = 1;
-const volatile u32 nr_cpus = 1;
-const volatile u32 cpu_llc[SKY_MAX_CPUS];
+const volatile u32 sky_nr_llcs = 1;
+const volatile u32 sky_nr_cpus = 1;
+const volatile u32 sky_cpu_llc[SKY_MAX_CPUS];
 /*
- * The CPUs of LLC l are llc_cpus[llc_start[l] .. llc_start[l + 1]).
- * llc_start is twice as long as needed so a mask bounds every index.
+ * The CPUs of LLC l are sky_llc_cpu_list[sky_llc_start[l] .. sky_llc_start[l + 1]).
+ * sky_llc_start is twice as long as needed so a mask bounds every index.
  */
-const volatile u32 llc_cpus[SKY_MAX_CPUS];
-const volatile u32 llc_start[2 * SKY_MAX_LLCS];
+const volatile u32 sky_llc_cpu_list[SKY_MAX_CPUS];
+const volatile u32 sky_llc_start[2 * SKY_MAX_LLCS];
 
 /* 1 for a CPU that is offline; the daemon fills it, hotplug keeps it. */
 u8 sky_offline_cpus[SKY_MAX_CPUS];
@@ -55,13 +55,13 @@ static __always_inline u32 sky_llc_of(s32 cpu)
 {
 	if ((u32)cpu >= SKY_MAX_CPUS)
 		return SKY_LLC_UNKNOWN;
-	return cpu_llc[sky_cpu_idx(cpu)];
+	return sky_cpu_llc[sky_cpu_idx(cpu)];
 }
 
 /* The queue of @llc; unknown domains share domain 0's queue. */
 static __always_inline u64 sky_llc_dsq(u32 llc)
 {
-	return SKY_DSQ_LLC_BASE + (llc < nr_llcs ? llc : 0);
+	return SKY_DSQ_LLC_BASE + (llc < sky_nr_llcs ? llc : 0);
 }
 
 /* The queue of tasks whose caches are warm on @cpu. */
@@ -72,7 +72,7 @@ static __always_inline u64 sky_cpu_dsq(s32 cpu)
 
 static __always_inline bool sky_cpu_is_online(s32 cpu)
 {
-	return (u32)cpu < nr_cpus && !sky_offline_cpus[sky_cpu_idx(cpu)];
+	return (u32)cpu < sky_nr_cpus && !sky_offline_cpus[sky_cpu_idx(cpu)];
 }
 
 /* Hotplug: @cpu goes online (@online) or offline; its state and domain count follow. */
@@ -84,7 +84,7 @@ static __always_inline void sky_cpu_set_online(s32 cpu, bool online)
 	if (*offline == !online)
 		return;
 	*offline = !online;
-	if (llc < nr_llcs)
+	if (llc < sky_nr_llcs)
 		__sync_fetch_and_add(&sky_llc_online[llc & (SKY_MAX_LLCS - 1)], online ? 1 : -1);
 }
 
@@ -117,15 +117,15 @@ static __always_inline const struct cpumask *sky_llc_cpus(u32 llc)
 
 static __always_inline u32 sky_llc_first(u32 llc)
 {
-	return llc < nr_llcs ? llc_start[llc & (2 * SKY_MAX_LLCS - 1)] : 0;
+	return llc < sky_nr_llcs ? sky_llc_start[llc & (2 * SKY_MAX_LLCS - 1)] : 0;
 }
 
 /* Number of CPUs in @llc; 0 for an unknown domain. */
 static __always_inline u32 sky_llc_size(u32 llc)
 {
-	if (llc >= nr_llcs)
+	if (llc >= sky_nr_llcs)
 		return 0;
-	return llc_start[(llc + 1) & (2 * SKY_MAX_LLCS - 1)] - sky_llc_first(llc);
+	return sky_llc_start[(llc + 1) & (2 * SKY_MAX_LLCS - 1)] - sky_llc_first(llc);
 }
 
 /* The i-th CPU of @llc, or -1 past its end. */
@@ -133,7 +133,7 @@ static __always_inline s32 sky_llc_cpu(u32 llc, u32 i)
 {
 	if (i >= sky_llc_size(llc))
 		return -1;
-	return llc_cpus[sky_cpu_idx(sky_llc_first(llc) + i)];
+	return sky_llc_cpu_list[sky_cpu_idx(sky_llc_first(llc) + i)];
 }
 
 /*
@@ -158,8 +158,7 @@ static __always_inline s32 sky_claim_idle_in(const struct cpumask *cpus)
  * cpumask skips the domain preference: the domain's mask would offer CPUs
  * it may not use.
  */
-static __always_inline s32 sky_claim_idle_for(const struct task_struct *p, u32 llc,
-					      bool anywhere)
+static __always_inline s32 sky_claim_idle_for(const struct task_struct *p, u32 llc, bool anywhere)
 {
 	s32 cpu = -1;
 
@@ -191,14 +190,14 @@ static __always_inline s32 sky_topology_init(void)
 		scx_bpf_error("creating the rescue queue failed: %d", err);
 		return err;
 	}
-	bpf_for(cpu, 0, nr_cpus) {
+	bpf_for(cpu, 0, sky_nr_cpus) {
 		err = scx_bpf_create_dsq(sky_cpu_dsq(cpu), -1);
 		if (err) {
 			scx_bpf_error("creating the queue of CPU %u failed: %d", cpu, err);
 			return err;
 		}
 	}
-	bpf_for(llc, 0, nr_llcs) {
+	bpf_for(llc, 0, sky_nr_llcs) {
 		struct sky_llc_mask *m;
 		struct bpf_cpumask *mask, *old;
 
@@ -212,8 +211,8 @@ static __always_inline s32 sky_topology_init(void)
 		mask = bpf_cpumask_create();
 		if (!mask)
 			return -ENOMEM;
-		bpf_for(cpu, 0, nr_cpus) {
-			if (cpu_llc[sky_cpu_idx(cpu)] == llc)
+		bpf_for(cpu, 0, sky_nr_cpus) {
+			if (sky_cpu_llc[sky_cpu_idx(cpu)] == llc)
 				bpf_cpumask_set_cpu(cpu, mask);
 		}
 		m = bpf_map_lookup_elem(&sky_llc_masks, &llc);

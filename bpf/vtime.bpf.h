@@ -148,8 +148,7 @@ static __always_inline u64 sky_waiting_for(s32 cpu)
 	s32 shared = scx_bpf_dsq_nr_queued(sky_llc_dsq(llc));
 	u32 size = sky_llc_size(llc);
 
-	return (own > 0 ? own : 0) + (shared > 0 ? shared : 0) / (size ?: 1) +
-	       sky_rescued_per_cpu;
+	return (own > 0 ? own : 0) + (shared > 0 ? shared : 0) / (size ?: 1) + sky_rescued_per_cpu;
 }
 
 /* The slice for a task starting on @cpu. */
@@ -164,15 +163,16 @@ static __always_inline u64 sky_slice_for(s32 cpu)
  * @p starts on @cpu: its vtime is measured against @cpu's clock from now
  * on, and the clocks move (see the header comment).
  */
-static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_task *tctx,
-					      s32 cpu, u64 now)
+static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_task *tctx, s32 cpu,
+					      u64 now)
 {
 	u64 *clock = sky_vclock(sky_vframe_cpu(cpu)), vtime = p->scx.dsq_vtime, step;
 	u32 llc = sky_llc_of(cpu), size = sky_llc_size(llc);
 
 	if (tctx) {
-		vtime = tctx->vframe == sky_vframe_cpu(cpu) ? sky_vtime_of(p, tctx) :
-							      sky_vtime_in(p, tctx, sky_vframe_cpu(cpu));
+		vtime = tctx->vframe == sky_vframe_cpu(cpu)
+				? sky_vtime_of(p, tctx)
+				: sky_vtime_in(p, tctx, sky_vframe_cpu(cpu));
 		tctx->key_extra = 0;
 		if (vtime != p->scx.dsq_vtime)
 			scx_bpf_task_set_dsq_vtime(p, vtime);
@@ -191,13 +191,13 @@ static __always_inline void sky_vtime_started(struct task_struct *p, struct sky_
 /* How long @p has run since it started; 0 if it is not running. */
 static __always_inline u64 sky_ran_ns(const struct sky_task *tctx, u64 now)
 {
-	return tctx && tctx->started_at_ns && now > tctx->started_at_ns ?
-		       now - tctx->started_at_ns : 0;
+	return tctx && tctx->started_at_ns && now > tctx->started_at_ns ? now - tctx->started_at_ns
+									: 0;
 }
 
 /* @p's vtime as if it were charged for its run up to @now. */
-static __always_inline u64 sky_vtime_live(const struct task_struct *p,
-					  const struct sky_task *tctx, u64 now)
+static __always_inline u64 sky_vtime_live(const struct task_struct *p, const struct sky_task *tctx,
+					  u64 now)
 {
 	return p->scx.dsq_vtime + sky_ran_ns(tctx, now) * 100 / (p->scx.weight ?: 1);
 }
@@ -206,16 +206,16 @@ static __always_inline u64 sky_vtime_live(const struct task_struct *p,
  * The key of @p running on @cpu, as a lag in @cpu's frame: its live vtime
  * plus its burst term, to hold against queued tasks' keys (their lags).
  */
-static __always_inline s64 sky_running_lag(const struct task_struct *p,
-					   const struct sky_task *tctx, s32 cpu, u64 now)
+static __always_inline s64 sky_running_lag(const struct task_struct *p, const struct sky_task *tctx,
+					   s32 cpu, u64 now)
 {
 	return sky_vlag(sky_vtime_live(p, tctx, now) + sky_burst_term(p, tctx),
 			sky_vframe_cpu(cpu));
 }
 
 /* Queues @p in domain @llc's queue by its key there. */
-static __always_inline void sky_queue_in_llc(struct task_struct *p, struct sky_task *tctx,
-					     u32 llc, u64 enq_flags)
+static __always_inline void sky_queue_in_llc(struct task_struct *p, struct sky_task *tctx, u32 llc,
+					     u64 enq_flags)
 {
 	scx_bpf_dsq_insert_vtime(p, sky_llc_dsq(llc), sky_cfg.slice_ns,
 				 sky_queue_key(p, tctx, sky_vframe_llc(llc)), enq_flags);
@@ -225,8 +225,7 @@ static __always_inline void sky_queue_in_llc(struct task_struct *p, struct sky_t
  * Charges @p for the time it ran since it started, scaled by its weight;
  * returns that time.
  */
-static __always_inline u64 sky_vtime_charge(struct task_struct *p, struct sky_task *tctx,
-					    u64 now)
+static __always_inline u64 sky_vtime_charge(struct task_struct *p, struct sky_task *tctx, u64 now)
 {
 	u64 ran = sky_ran_ns(tctx, now);
 

@@ -2,7 +2,8 @@
 # Installs everything scx_sky needs to build and to boot its test VM on a
 # Debian 12 (bookworm) machine. Idempotent: a second run only checks.
 #
-#   - clang-19/llvm-19 from bookworm (scx_cargo needs clang >= 18 for BPF)
+#   - clang-19/llvm-19 from bookworm (scx_cargo needs clang >= 18 for BPF),
+#     and clang-format-19 (the BPF C's kernel style, bpf/.clang-format)
 #   - libelf/zlib/zstd headers for libbpf-sys, pkg-config
 #   - qemu-system-x86 and a static busybox for the VM test bed
 #   - DejaVu fonts for the evaluation's plots
@@ -86,7 +87,7 @@ apt_update_once() {
 	fi
 }
 
-PACKAGES=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
+PACKAGES=(clang-19 clang-format-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
 	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core)
 
 missing_packages() {

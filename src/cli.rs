@@ -170,73 +170,15 @@ pub struct RunOpts {
     #[arg(short, long, default_value = "sky1")]
     pub policy: String,
 
-    /// How a task's cache footprint decays (overrides the policy):
-    /// `pressure`, by what other tasks ran on its CPU and cache domain
-    /// since it left; `sleep`, by how long it slept (SKY-1 as published).
-    #[arg(long, value_enum, value_name = "RULE")]
-    pub decay: Option<sky_policy::DecayRule>,
-
-    /// Sleep rule: core (L2) decay threshold in microseconds; a task off
-    /// CPU longer than this may move within its cache domain. Default:
-    /// derived from this machine's cache sizes.
-    #[arg(long, value_name = "US")]
-    pub decay_core_us: Option<u64>,
-
-    /// Sleep rule: LLC decay threshold in microseconds; a task off CPU
-    /// longer than this may move to any CPU. Default: derived from cache
-    /// sizes.
-    #[arg(long, value_name = "US")]
-    pub decay_llc_us: Option<u64>,
-
     /// Rate at which one running CPU pulls new data into its caches, in
     /// MB/s: the pressure rule counts run time x this rate; the sleep
     /// rule's thresholds are cache size / (sharing CPUs x this rate).
     #[arg(long, value_name = "MBPS", default_value_t = 1000)]
     pub cache_fill_mbps: u64,
 
-    /// Time slice in microseconds (overrides the policy).
-    #[arg(long, value_name = "US")]
-    pub slice_us: Option<u64>,
-
-    /// How long an idle CPU leaves a warm task queued for the CPU it last
-    /// ran on, in microseconds; 0 is pure SKY-1 (overrides the policy).
-    #[arg(long, value_name = "US")]
-    pub affinity_grace_us: Option<u64>,
-
-    /// Queued tasks a steal inspects per queue, 1-32 (overrides the
-    /// policy).
-    #[arg(long, value_name = "N")]
-    pub walk_depth: Option<u32>,
-
-    /// Wait bound in milliseconds, 10-10000: every queued task runs within
-    /// this (overrides the policy; must exceed (4 x slice + grace) x 4/3).
-    #[arg(long, value_name = "MS")]
-    pub starve_ms: Option<u64>,
-
-    /// SMT pairing on or off (overrides the policy): a persistent-memory
-    /// writer runs beside a compute task on one core, moved there at its
-    /// slice end if it landed elsewhere. Needs task classes (--class or
-    /// the PMU) and SMT.
-    #[arg(long, value_name = "BOOL")]
-    pub smt_pairing: Option<bool>,
-
-    /// Shared-cache gangs on or off (overrides the policy): the threads
-    /// of each memory-bound gang run in one cache domain, its home, one
-    /// gang per domain while domains are spare.
-    #[arg(long, value_name = "BOOL")]
-    pub gangs: Option<bool>,
-
-    /// The latency path (overrides the policy): a task whose runs per
-    /// wakeup stay under this many microseconds is short: it sorts ahead,
-    /// claims an idle CPU near its last and may preempt a batch task.
-    /// 0 turns it off (as sky1-strict).
-    #[arg(long, value_name = "US")]
-    pub latency_burst_us: Option<u64>,
-
-    /// How long a task runs, in microseconds, before a short wakee may
-    /// preempt it (overrides the policy).
-    #[arg(long, value_name = "US")]
-    pub latency_min_run_us: Option<u64>,
+    /// Every policy knob, as an option (sky_policy's knob list).
+    #[command(flatten)]
+    pub knobs: sky_policy::Overrides,
 
     /// Gang rule, `FORM[=HINT]` (repeatable): `cgroup:GLOB`, `space:GLOB`,
     /// `comm:GLOB` or `pid:N,N,...` makes a gang of the matching tasks
@@ -353,8 +295,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(cli.run.policy, "vtime");
-        assert_eq!(cli.run.decay_core_us, Some(300));
-        assert_eq!(cli.run.decay, Some(sky_policy::DecayRule::Sleep));
+        assert_eq!(cli.run.knobs.decay_core_us, Some(300));
+        assert_eq!(cli.run.knobs.decay, Some(sky_policy::DecayRule::Sleep));
         let err = Cli::try_parse_from(["scx_sky", "--decay", "clock"]).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("clock") && msg.contains("pressure"), "{msg}");

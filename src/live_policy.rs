@@ -16,7 +16,7 @@ use anyhow::{bail, Result};
 use log::info;
 use sky_classify::{Class, CommShape, Hints};
 use sky_control::Request;
-use sky_policy::{DecayRule, Knobs, Overrides, Policy};
+use sky_policy::{Overrides, Policy, Resolved};
 use sky_topology::DecayThresholds;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -57,14 +57,14 @@ impl Wanted {
 #[derive(Debug)]
 pub struct Prepared {
     policy: Policy,
-    knobs: Knobs,
+    knobs: Resolved,
     /// The command line's `--class` hints, then the policy's.
     hints: Hints,
 }
 
 pub struct LivePolicy {
     pub policy: Policy,
-    pub knobs: Knobs,
+    pub knobs: Resolved,
     /// The command line's `--class` hints, tried before every policy's
     /// `[[class_rule]]`.
     class_cli: Vec<String>,
@@ -192,8 +192,8 @@ impl LivePolicy {
         format!("policy={} generation={}", self.policy.name, self.generation)
     }
 
-    /// The summary, when BPF first decided under it, then every knob in
-    /// BPF's units.
+    /// The summary, when BPF first decided under it, then every knob as a
+    /// policy file writes it and what is derived from them.
     pub fn describe(&self, first_use_ns: u64) -> String {
         format!(
             "{}\nfirst_use_ns = {first_use_ns}\n{}",
@@ -319,7 +319,7 @@ impl Switcher {
     }
 
     /// The running policy's knobs.
-    pub fn knobs(&self) -> Knobs {
+    pub fn knobs(&self) -> Resolved {
         self.lock().live.knobs
     }
 
@@ -376,32 +376,29 @@ fn write_comm_rules(hints: &Hints, rules: &mut [sky_comm_rule]) -> u32 {
     bpf.len() as u32
 }
 
-fn write_config(cfg: &mut sky_config, k: &Knobs, generation: u64) {
-    cfg.affinity = u32::from(k.affinity);
-    cfg.decay = match k.decay {
-        DecayRule::Sleep => intf::sky_decay_rule_SKY_DECAY_SLEEP,
-        DecayRule::Pressure => intf::sky_decay_rule_SKY_DECAY_PRESSURE,
+/// Writes every knob into its `struct sky_config` field, as the knob
+/// list says (sky_policy's knobs.rs), then what BPF derives nothing of.
+macro_rules! write_knobs {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident : $ty:ty = $default:expr, $unit:literal $(, [$lo:expr, $hi:expr])?
+            => $bpf:ident($conv:ident);
+    )*) => {
+        fn write_config(cfg: &mut sky_config, r: &Resolved, generation: u64) {
+            $(cfg.$bpf = sky_policy::to_bpf::$conv(r.knobs.$name);)*
+            cfg.patience_ns = r.patience_us * 1000;
+            cfg.fill_bytes_per_ms = r.fill_bytes_per_ms;
+            cfg.generation = generation;
+        }
+
+        /// The `struct sky_config` fields `write_config` sets.
+        #[cfg(test)]
+        const WRITTEN: &[&str] = &[
+            $(stringify!($bpf),)* "patience_ns", "fill_bytes_per_ms", "generation",
+        ];
     };
-    cfg.walk_depth = k.walk_depth;
-    cfg.wake_sync = u32::from(k.wake_sync);
-    cfg.smt_pairing = u32::from(k.smt_pairing);
-    cfg.gangs = u32::from(k.gangs);
-    cfg.gang_spill_ns = k.gang_spill_ns;
-    cfg.decay_core_ns = k.decay_core_ns;
-    cfg.decay_llc_ns = k.decay_llc_ns;
-    cfg.decay_core_bytes = k.decay_core_bytes;
-    cfg.decay_llc_bytes = k.decay_llc_bytes;
-    cfg.fill_bytes_per_ms = k.fill_bytes_per_ms;
-    cfg.slice_ns = k.slice_ns;
-    cfg.slice_min_ns = k.slice_min_ns;
-    cfg.affinity_grace_ns = k.affinity_grace_ns;
-    cfg.patience_ns = k.patience_ns;
-    cfg.sleeper_credit_ns = k.sleeper_credit_ns;
-    cfg.starve_ns = k.starve_ns;
-    cfg.latency_burst_ns = k.latency_burst_ns;
-    cfg.latency_min_run_ns = k.latency_min_run_ns;
-    cfg.generation = generation;
 }
+sky_policy::for_each_knob!(write_knobs);
 
 #[cfg(test)]
 mod tests {
@@ -469,7 +466,65 @@ mod tests {
             text.starts_with("policy=vtime generation=2\nfirst_use_ns = 7\n"),
             "{text}"
         );
-        assert!(text.contains("slice_ns = 2000000"), "{text}");
+        assert!(text.contains("slice_us = 2000\n"), "{text}");
+    }
+
+    /// The fields of `struct sky_config` in bpf/intf.h.
+    fn config_fields() -> Vec<String> {
+        let header = include_str!("../bpf/intf.h");
+        let body = header
+            .split_once("struct sky_config {")
+            .and_then(|(_, rest)| rest.split_once("\n};"))
+            .map(|(body, _)| body)
+            .expect("bpf/intf.h declares struct sky_config");
+        body.lines()
+            .map(str::trim)
+            .filter(|l| l.ends_with(';'))
+            .filter_map(|l| l.trim_end_matches(';').split_whitespace().last())
+            .map(|name| name.split('[').next().unwrap_or(name).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_knob_list_and_struct_sky_config_agree() {
+        // Written by publish itself: the hints by task name and whether a
+        // class can say memory-bound are not knobs.
+        let apart = ["comm_rules", "nr_comm_rules", "gang_by_class"];
+        let fields = config_fields();
+        assert!(fields.len() > 20, "parsed {fields:?}");
+        for field in &fields {
+            assert!(
+                WRITTEN.contains(&field.as_str()) || apart.contains(&field.as_str()),
+                "struct sky_config.{field} is in bpf/intf.h, but no knob writes it: \
+                 add it to sky_policy's for_each_knob! list"
+            );
+        }
+        for written in WRITTEN {
+            assert!(fields.iter().any(|f| f == written), "{written}");
+        }
+        assert_eq!(
+            sky_policy::to_bpf::rule(sky_policy::DecayRule::Sleep),
+            crate::bpf::intf::sky_decay_rule_SKY_DECAY_SLEEP
+        );
+        assert_eq!(
+            sky_policy::to_bpf::rule(sky_policy::DecayRule::Pressure),
+            crate::bpf::intf::sky_decay_rule_SKY_DECAY_PRESSURE
+        );
+    }
+
+    #[test]
+    fn every_knob_reaches_bpf_in_bpf_units() {
+        let l = live();
+        let mut cfg: sky_config = unsafe { std::mem::zeroed() };
+        write_config(&mut cfg, &l.knobs, 3);
+        let k = &l.knobs.knobs;
+        assert_eq!(cfg.slice_ns, k.slice_us * 1000);
+        assert_eq!(cfg.starve_ns, k.starve_ms * 1_000_000);
+        assert_eq!(cfg.decay_core_bytes, k.decay_core_kb.unwrap() << 10);
+        assert_eq!(cfg.gang_spill_ns, k.gang_spill_us.unwrap() * 1000);
+        assert_eq!(cfg.patience_ns, 4 * cfg.slice_ns);
+        assert_eq!((cfg.affinity, cfg.generation), (1, 3));
+        assert!(k.unset().is_empty(), "{:?}", k.unset());
     }
 
     fn pattern(rule: &sky_comm_rule) -> String {

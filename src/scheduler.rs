@@ -2,19 +2,19 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::{BpfSkel, BpfSkelBuilder, OpenBpfSkel};
-use crate::classes::{open_pmu, ClassFeed};
 use crate::cli::{seconds, RunOpts};
+use crate::counters::{thread_waits, Counters};
+use crate::feeds::class_map::{open_pmu, ClassFeed};
+use crate::feeds::gang_maps::GangFeed;
 use crate::feeds::Feeds;
-use crate::gangs::GangFeed;
 use crate::live_policy::{LivePolicy, Switcher};
 use crate::pmu_cpus::PmuCpus;
-use crate::stats::{thread_waits, Counters};
 use crate::wakeup::Wakeup;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
 use log::{info, warn};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
-use sky_policy::{DecayRule, Knobs, Overrides, Policy};
+use sky_policy::{DecayRule, Policy, Resolved};
 use sky_stats::scx_stats::serde_json::Value;
 use sky_stats::{SampleRequest, ThreadView};
 use sky_topology::{DecayThresholds, Topology};
@@ -97,7 +97,7 @@ impl<'a> Scheduler<'a> {
         // PMU counters where the machine has them.
         let pmu = open_pmu(opts.pmu, &topo);
         // The running policy (the start policy, or the one switched to
-        // before a reload), resolved for this topology, in BPF's units.
+        // before a reload), resolved for this topology.
         let bss = skel
             .maps
             .bss_data
@@ -125,10 +125,10 @@ impl<'a> Scheduler<'a> {
                 .as_mut()
                 .context("BPF object has no rodata")?;
             if let Some(pmu) = &pmu {
-                rodata.pmu_counters = pmu.mask();
+                rodata.sky_pmu_counters = pmu.mask();
                 // Measured cache pressure for the decay rule.
                 if pmu.is_open(sky_classify::pmu::Counter::LlcMisses) {
-                    rodata.pressure_line_bytes = topo.line_bytes;
+                    rodata.sky_pressure_line_bytes = topo.line_bytes;
                     info!(
                         "cache pressure measured: LLC misses x {} B lines, not run time x fill rate",
                         topo.line_bytes
@@ -136,13 +136,13 @@ impl<'a> Scheduler<'a> {
                 }
             }
             // What each CPU runs, by class, is followed on SMT machines.
-            rodata.smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
+            rodata.sky_smt_accounting = u32::from(topo.cpus.iter().any(|c| c.siblings.len() > 1));
             // Under overload the wait bound grows with the load, well inside
             // the watchdog's timeout (bpf/bound.bpf.h).
-            rodata.bound_max_ns = bound_max_ns(skel.struct_ops.sky_ops().timeout_ms);
+            rodata.sky_bound_max_ns = bound_max_ns(skel.struct_ops.sky_ops().timeout_ms);
             info!(
                 "the wait bound grows under overload to at most {} ms; kernel threads are served first then",
-                rodata.bound_max_ns / 1_000_000
+                rodata.sky_bound_max_ns / 1_000_000
             );
         }
         if pmu.is_some() {
@@ -180,7 +180,7 @@ impl<'a> Scheduler<'a> {
             policy_generation: generation,
             live: live.clone(),
             stats_server: sky_stats::serve(
-                &crate::stats::catalog(),
+                &crate::counters::catalog(),
                 opts.stats_socket.as_deref(),
                 {
                     let wakeup = wakeup.clone();
@@ -330,22 +330,9 @@ impl<'a> Scheduler<'a> {
 /// validated against the machine's caches as they are now.
 pub fn start_policy(opts: &RunOpts) -> Result<LivePolicy> {
     let topo = Topology::from_host().context("reading the CPU topology from sysfs")?;
-    let over = Overrides {
-        decay: opts.decay,
-        walk_depth: opts.walk_depth,
-        slice_us: opts.slice_us,
-        affinity_grace_us: opts.affinity_grace_us,
-        starve_ms: opts.starve_ms,
-        smt_pairing: opts.smt_pairing,
-        gangs: opts.gangs,
-        latency_burst_us: opts.latency_burst_us,
-        latency_min_run_us: opts.latency_min_run_us,
-        decay_core_us: opts.decay_core_us,
-        decay_llc_us: opts.decay_llc_us,
-    };
     LivePolicy::new(
         Policy::load(&opts.policy)?,
-        over,
+        opts.knobs,
         decay_thresholds(opts, &topo)?,
         opts.classes.clone(),
     )
@@ -361,7 +348,8 @@ fn decay_thresholds(opts: &RunOpts, topo: &Topology) -> Result<DecayThresholds> 
     Ok(topo.decay_thresholds(fill))
 }
 
-fn log_start(policy: &Policy, topo: &Topology, k: &Knobs) {
+fn log_start(policy: &Policy, topo: &Topology, r: &Resolved) {
+    let k = &r.knobs;
     info!(
         "scx_sky {}: policy {} ({}), {} CPUs in {} cache domains, SMT {}",
         env!("CARGO_PKG_VERSION"),
@@ -374,23 +362,19 @@ fn log_start(policy: &Policy, topo: &Topology, k: &Knobs) {
     let decay = match k.decay {
         DecayRule::Pressure => format!(
             "pressure: core {} KiB, llc {} KiB at {} MB/s",
-            k.decay_core_bytes >> 10,
-            k.decay_llc_bytes >> 10,
-            k.fill_bytes_per_ms / 1000
+            k.decay_core_kb.unwrap_or(0),
+            k.decay_llc_kb.unwrap_or(0),
+            r.fill_bytes_per_ms / 1000
         ),
         DecayRule::Sleep => format!(
             "sleep: core {} us, llc {} us",
-            k.decay_core_ns / 1000,
-            k.decay_llc_ns / 1000
+            k.decay_core_us.unwrap_or(0),
+            k.decay_llc_us.unwrap_or(0)
         ),
     };
     info!(
         "decay by {decay}; slice {}-{} us, affinity grace {} us, wait bound {} ms, walk depth {}",
-        k.slice_min_ns / 1000,
-        k.slice_ns / 1000,
-        k.affinity_grace_ns / 1000,
-        k.starve_ns / 1_000_000,
-        k.walk_depth,
+        k.slice_min_us, k.slice_us, k.affinity_grace_us, k.starve_ms, k.walk_depth,
     );
 }
 
@@ -402,26 +386,26 @@ fn write_topology(skel: &mut OpenBpfSkel, topo: &Topology) -> Result<()> {
         .rodata_data
         .as_mut()
         .context("BPF object has no rodata")?;
-    rodata.nr_llcs = topo.llcs.len() as u32;
-    rodata.nr_cpus = topo.nr_cpus() as u32;
+    rodata.sky_nr_llcs = topo.llcs.len() as u32;
+    rodata.sky_nr_cpus = topo.nr_cpus() as u32;
     for cpu in &topo.cpus {
-        rodata.cpu_llc[cpu.id] = cpu
+        rodata.sky_cpu_llc[cpu.id] = cpu
             .llc
             .map_or(intf::sky_consts_SKY_LLC_UNKNOWN, |l| l as u32);
     }
     let mut next = 0;
     for (i, llc) in topo.llcs.iter().enumerate() {
-        rodata.llc_start[i] = next as u32;
+        rodata.sky_llc_start[i] = next as u32;
         for &cpu in &llc.cpus {
-            rodata.llc_cpus[next] = cpu as u32;
+            rodata.sky_llc_cpu_list[next] = cpu as u32;
             next += 1;
         }
     }
-    rodata.llc_start[topo.llcs.len()] = next as u32;
-    rodata.cpu_sibling.fill(-1);
+    rodata.sky_llc_start[topo.llcs.len()] = next as u32;
+    rodata.sky_cpu_sibling.fill(-1);
     for cpu in &topo.cpus {
         if let Some(&sib) = cpu.siblings.iter().find(|&&s| s != cpu.id) {
-            rodata.cpu_sibling[cpu.id] = sib as i32;
+            rodata.sky_cpu_sibling[cpu.id] = sib as i32;
         }
     }
     let bss = skel

@@ -67,7 +67,7 @@ const SWEEPS: [Expect; 7] = [
 /// How far a measured rate may be from the textbook's: the sweep's other
 /// accesses (about a hundred: reading the clock, the marker's neighbours)
 /// weigh 1.2 % in the smallest sweep, and random page placement overfills
-/// a few sets. Five runs on 2026-11-23 were off by at most 0.0098 (the
+/// a few sets. Five runs were off by at most 0.0098 (the
 /// SMT sibling's sweep, from those other accesses), the rest by 0.004.
 const SLACK: f64 = 0.02;
 
@@ -166,7 +166,7 @@ fn the_cache_model_gives_textbook_miss_rates_in_the_vm() {
 /// within 6 % and 2 ms. (The kernel charges a task from the pick to the
 /// pick, the trace from switch to switch: under a sched_ext scheduler the
 /// BPF work in between, slow under TCG, lands on different sides. Six
-/// runs on 2026-11-23: EEVDF within 1.2 %, scx_sky up to 3.1 %.)
+/// runs: EEVDF within 1.2 %, scx_sky up to 3.1 %.)
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn the_observer_agrees_with_the_kernels_counters() {

@@ -10,9 +10,8 @@ mod scenario;
 use scenario::{assert_clean_exit, assert_enabled, checks, on_a_quiet_host, run_scenario, stat};
 use xtask::report::{self, Fields};
 
-/// Five runs on 2026-11-26 (TCG, 2x2x2, kernel 7.3.4), each one boot, with
-/// the hogs running through every round (before, they stopped on a clock
-/// the rounds outlasted, and the last round ran without them): the
+/// Five runs (TCG, 2x2x2, kernel 7.3.4), each one boot, with the hogs
+/// running through every round: the
 /// ping-pong tasks' wake p99 in ms for EEVDF / sky1 / sky1 with the
 /// latency path off (`--latency-burst-us 0`): 19.0 / 24.2 / 39.9,
 /// 19.8 / 20.6 / 26.2, 18.7 / 29.4 / 38.1, 19.1 / 38.2 / 35.9,

@@ -22,7 +22,7 @@ use xtask::report;
 /// and the latency path stepping aside, 0.258-0.281 in five runs in a row;
 /// with no sleeper credit or burst term while the bound has grown (each
 /// queue a round), 0.075-0.079 in five runs in a row (TCG, 1x2x2, kernel
-/// 7.3.4, quiet host, 2026-11-26). About twice the worst: a queue order
+/// 7.3.4, quiet host). About twice the worst: a queue order
 /// that lets sleepers in ahead again fails it.
 const RESCUE_SHARE_MAX: f64 = 0.15;
 

@@ -11,8 +11,8 @@ use scenario::{assert_clean_exit, assert_enabled, checks, on_a_quiet_host, run_s
 use xtask::report::{self, Fields};
 
 /// The members' time waiting behind each other while a CPU idled, as a
-/// share of their CPU time (`stacked_idle_share`). Five boots on
-/// 2026-11-27 (TCG, 2x2x2, kernel 7.3.4, host quiet): sky1 0.0024-0.0061,
+/// share of their CPU time (`stacked_idle_share`). Five boots
+/// (TCG, 2x2x2, kernel 7.3.4, host quiet): sky1 0.0024-0.0061,
 /// with gangs off 0.0037-0.0065, EEVDF never stacked. Five times the
 /// worst: a pair that stays stacked (the SKY-1 grace and patience holding
 /// the wakee behind its partner) takes a tenth or more.

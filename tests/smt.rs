@@ -21,36 +21,21 @@ use xtask::report::{self, Fields};
 /// (`paired`), and of all PM-writer time the share beside compute. The
 /// rest of the time the sibling idles between two processes or runs the
 /// restart loops and the observer (about 0.1 each, for EEVDF as well).
-/// Runs on 2026-11-22 (TCG, kernel 7.3.4), scx_sky with hints:
+/// scx_sky with hints (TCG, kernel 7.3.4), on a quiet host:
 /// - 1x2x2, eight runs: paired 0.990-0.999, beside compute 0.774-0.914
-///   (EEVDF in the same boots: paired 0.08-0.98, by luck of placement;
-///   scx_sky without hints 0.59-0.90);
-/// - 2x2x2 (4 PM writers + 4 compute tasks, two cache domains), five runs
-///   of this build: paired 0.953-0.960, beside compute 0.778-0.785 (three
-///   runs of earlier variants: 0.945-0.969, 0.737-0.773; EEVDF 0.43-0.65).
+///   (EEVDF in the same boots: paired 0.08-0.98, by luck of placement);
+/// - 2x2x2 (4 PM writers + 4 compute tasks, two cache domains), six runs:
+///   paired 0.919-0.966, beside compute 0.698-0.797 (EEVDF 0.43-0.65);
+/// - 1x4x2 (4 PM writers + 4 compute tasks on four cores of one domain),
+///   five runs: paired 0.947-0.977, beside compute 0.820-0.845 (EEVDF
+///   0.628 / 0.523).
 ///
-/// On 2026-11-26, five runs on 2x2x2 (a fresh-clone CI run's among them)
-/// lost 0.022-0.242 of their time to the host, and got paired
-/// 0.785-0.917 and beside compute 0.521-0.707 (0.917 / 0.679 at 0.022;
-/// EEVDF in the same boots 0.55-0.60 / 0.38-0.49). Later that day on a
-/// quiet host (lost share at most 0.001), three runs of that build
-/// (efe6823) got paired 0.919-0.966 and beside compute 0.725-0.797, and
-/// three with busy CPUs balancing at slice ends (kept off cores where
-/// pairing places tasks) 0.919-0.954 and 0.698-0.789. Without that
-/// guard a CI run got 0.892 / 0.660 (770 busy steals, 11-32 with it).
-///
-/// - 1x4x2 (4 PM writers + 4 compute tasks on four cores of one domain,
-///   issue 23's "any core count"), five runs on 2026-11-27 (quiet host):
-///   paired 0.947, 0.955, 0.959, 0.971, 0.977, beside compute
-///   0.820-0.845 (EEVDF in the first boot 0.628 / 0.523); four more with
-///   an exec-time repair kick (not kept) 0.955-0.972 / 0.820-0.834.
-///
-/// CI runs scx_sky alone (EEVDF's figures above come from runs of the
-/// scenario's default, `eevdf sky`, which the tests do not judge).
-///
-/// The bounds sit below the worst quiet run, 0.95 / 0.65, 0.90 / 0.62 and
-/// 0.92 / 0.78, lowered by the share of the run the host took
-/// (`host_share_floor`), which keeps every run above under them.
+/// CI runs scx_sky alone (EEVDF's figures come from runs of the scenario's
+/// default, `eevdf sky`, which the tests do not judge). The bounds sit
+/// below the worst quiet run, 0.95 / 0.65, 0.90 / 0.62 and 0.92 / 0.78,
+/// lowered by the share of the run the host took (`host_share_floor`),
+/// which keeps the busy-host runs under them too. The runs:
+/// docs/vm-bounds.md.
 const SMT_PAIRED_MIN: [(&str, f64, f64); 3] = [
     ("1x2x2", 0.95, 0.65),
     ("2x2x2", 0.90, 0.62),

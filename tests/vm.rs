@@ -21,21 +21,18 @@ use xtask::vm::{self, VmConfig};
 /// policy's starve_ms (50) plus one slice (5), plus one 4 ms tick for a
 /// preempted CPU to notice. Asserted with the kernel's own counters
 /// (schedstat run-queue wait, watched every 200 us by each task), in
-/// scenarios without hotplug or overload. Runs on 2026-11-22 on a quiet
-/// host: sky1 25-44 ms over five runs, fairness at most 33 ms. By the
-/// host's clock sky1's eight processes on four vCPUs are at the mercy of
-/// the host (169 ms while it unpacked kernel packages, 63-137 ms with two
-/// processes spinning beside the VM, one failure in the landing CI), so
+/// scenarios without hotplug or overload. By the host's clock sky1's
+/// eight processes on four vCPUs wait as long as the host makes them, so
 /// sky1 runs by instructions (`GuestClock`), where a reschedule IPI waits
-/// for its vCPU's turn in TCG's round robin, in guest time the others'
-/// instructions: nine runs on 2026-11-23, three with the two spinning
-/// processes, 38-58 ms, held to this bound plus `TCG_KICK_MS`. Fairness
-/// (one task a vCPU) stays on the host's clock: 25-35 ms with the
-/// spinning processes.
+/// for its vCPU's turn in TCG's round robin: nine runs, three beside two
+/// processes spinning on the host, 38-58 ms, held to this bound plus
+/// `TCG_KICK_MS`. Fairness (one task a vCPU) stays on the host's clock:
+/// 25-35 ms with the spinning processes. The runs behind every VM bound:
+/// docs/vm-bounds.md.
 const WAIT_BOUND_MS: f64 = 60.0;
 
 /// How long a kick (reschedule IPI) may take to reach its vCPU under TCG:
-/// up to 20 ms in the hostile scenario's traces (p99 8 ms, 2026-11-22).
+/// up to 20 ms in the hostile scenario's traces (p99 8 ms).
 const TCG_KICK_MS: f64 = 20.0;
 
 /// The longest single wait tolerated under the hostile load (more tasks
@@ -45,11 +42,9 @@ const TCG_KICK_MS: f64 = 20.0;
 /// wakeup or preemption to switch-in), for waits that overlapped no CPU
 /// going off- or online. scx_sky promises starve_ms (50) + a slice (5) + a
 /// tick (4); under TCG a kick itself takes up to `TCG_KICK_MS` to reach
-/// its vCPU (these traces). Nine runs on 2026-11-22 with
-/// the rescue two periods early and dispatch catching up late scans: 57-70
-/// ms (before those two changes: 80-86 ms; EEVDF on the same load in the
-/// same boot: 1.6 s for a SCHED_IDLE thread). The bound is 1.7 times the
-/// worst run.
+/// its vCPU (these traces). Nine runs: 57-70 ms (EEVDF on the same load
+/// in the same boot: 1.6 s for a SCHED_IDLE thread). The bound is 1.7
+/// times the worst run.
 const HOSTILE_WAIT_BOUND_MS: f64 = 120.0;
 
 /// The same for every wait, those a CPU going offline held up included
@@ -210,7 +205,7 @@ fn cpu_hotplug_under_load_is_handled_in_place() {
 /// TCG), named at start and gone before the daemon's next look (1 s now
 /// that BPF applies every hint itself; 100 ms when these runs were made),
 /// still run at least 0.8 s under theirs, because BPF matches the name
-/// hint itself. Five runs on 2026-11-22 (1x2x2, three busy tasks on four
+/// hint itself. Five runs (1x2x2, three busy tasks on four
 /// vCPUs): pm-writer 3.03-3.15 s, the two compute tasks 6.17-6.31 s, the
 /// short ones 1.69-1.84 s; with a glob BPF cannot apply (daemon only:
 /// `sh ./classes.sh 'cpu-matmu?=memory-bound'`) the short ones got
@@ -232,8 +227,8 @@ fn class_hints_reach_bpf() {
         assert!(secs("ran_ns_memory_bound") >= 0.8, "{stats:?}");
         assert!(secs("ran_ns_unknown") > 0.0, "{stats:?}");
         // Every PM-writer nanosecond is filed by what its sibling ran: five
-        // runs on 2026-11-22 filed 96-100 % (beside compute or beside idle,
-        // as placement fell: scx_sky does not pair yet).
+        // runs filed 96-100 % (beside compute or beside idle, as placement
+        // fell: nothing is paired in this scenario).
         let beside: f64 = ["compute", "pm_writer", "idle", "other"]
             .iter()
             .map(|k| secs(&format!("pm_beside_{k}_ns")))
@@ -345,7 +340,7 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
 }
 
 /// The scan VM test's bounds: the target, 100 ms, for both. Five
-/// runs of this build on 2026-11-25 (TCG, 7.3.4, 4 vCPUs on 2 host cores,
+/// runs (TCG, 7.3.4, 4 vCPUs on 2 host cores,
 /// 10 000 idle threads; the feeds worker lists them by the BPF task
 /// iterator in 40-60 ms of CPU a pass, one pass every ~250 ms within its
 /// budget), scanning / baseline (nothing to scan, same boot):
@@ -355,9 +350,6 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
 /// - SIGTERM to the daemon's detach: 17.4, 22.5, 17.2, 17.1, 21.2 ms /
 ///   8.4, 15.0, 10.9, 25.1, 10.9 ms; to sched_ext disabled (the kernel
 ///   moving 10 000 tasks back) 121-173 ms / 126-151 ms.
-///
-/// With the scan on the run loop (before the worker) the round trips were
-/// 370 ms at the median and 497 ms at most, and SIGTERM took 386 ms.
 const SCAN_STATS_MAX_MS: f64 = 100.0;
 const SCAN_DETACH_MAX_MS: f64 = 100.0;
 
@@ -418,55 +410,25 @@ fn stats_and_sigterm_are_answered_while_scanning() {
 /// row): `all_share`, of the time two or more of a gang's threads ran, the
 /// share in which all ran in one domain (`all_share_min`: the worst gang),
 /// and `dirty_share`, the share of domain time a domain ran two gangs at
-/// once. Runs on 2026-11-22 (TCG, kernel 7.3.4), scx_sky with a class
-/// hint, five runs each:
-/// - two gangs, each one process: all_share 0.999-1.000, all_share_min
-///   0.998-1.000, dirty 0.001-0.005 in five runs (EEVDF in the first run's
-///   boot: 0.025 and 0.432), and 0.985 / 0.971 / 0.012 in a sixth of the
-///   final build. Bounds: the targets, >= 0.95 and <= 0.05;
+/// once. scx_sky with a class hint (TCG, kernel 7.3.4), on a quiet host:
+/// - two gangs, each one process: all_share 0.985-1.000, all_share_min
+///   0.971-1.000, dirty 0.001-0.012 in six runs (EEVDF 0.025 and 0.432).
+///   Bounds: the targets, >= 0.95 and <= 0.05;
 /// - two gangs, each two processes of a shared space (`scx_sky pvas run`;
-///   its members are a gang by default), six runs of this build: all_share
-///   0.968-0.988, all_share_min 0.966-0.978, dirty 0.003-0.017, every run
-///   within the targets. (Before the daemon re-read the spaces
-///   after listing the tasks and kept watching them between a job's
-///   spaces, runs reached 0.938 and dirty 0.066.) Bounds: 0.93, 0.90 and
+///   its members are a gang by default), six runs: all_share 0.968-0.988,
+///   all_share_min 0.966-0.978, dirty 0.003-0.017. Bounds: 0.93, 0.90 and
 ///   0.05, below the worst run;
 /// - four gangs of one process (more gangs than domains: both domains are
-///   Dirty in any placement): all_share 0.936-0.970, all_share_min
-///   0.873-0.951, the longest wait of a gang or compute thread 71-92 ms
-///   (scx_sky's bound of starve_ms + slice + tick, 59 ms, plus TCG's
-///   reschedule IPIs, up to 98 ms in the same traces). The landing CI of
-///   2026-11-23 got all_share 0.894 (min 0.869), and two runs with two
-///   processes spinning on the host beside the VM 0.933 and 0.946 (min
-///   0.858, waits at most 72 ms). A CI run of 2026-11-26 on a quiet host
-///   (lost share 0.000) waited 151.9 ms, its IPIs taking up to 77.6 ms
-///   (11 ms at p50 under TCG: a rescue's kick can take that long, twice
-///   over when the kicked CPU's task is itself slow to be seen), and six
-///   runs that day 64-108 ms (IPIs at most 64-84 ms). Bounds: 0.85, 0.80
-///   and 250 ms (a starving task waits seconds: the bound still tells).
-///   On 2026-11-27 (quiet host, lost share <= 0.001) the shares sat lower
-///   with the latency path's domain queue and tick ends: the build before
-///   partners 0.880-0.914 (min 0.840-0.895) in three runs, the build with
-///   them 0.840-0.931 (min 0.722-0.877) in four, one of them a CI run
-///   (partners never apply to these one-process gangs; BPF counted 93 %
-///   of gang time at home). Bounds now 0.80 and 0.65, below the worst.
-///   The latency path costs this form its shares (ablation, one boot
-///   each, alternating, `gangs.sh 5 4 "sky sky-nolat ..."`): on 0.880 /
-///   0.832 and 0.937 / 0.924, off 0.952 / 0.930 and 0.970 / 0.950; with
-///   latency preemption only after 20 ms of run (`sky-minrun`, half the
-///   preemptions) 0.948 / 0.910 and 0.955 / 0.908 against sky's 0.957 /
-///   0.932 and 0.889 / 0.797 beside them. The low runs are those with
-///   more spills (23 against 7-15) and gang time at home 94.4-94.9 %
-///   (96.8-97.9 % otherwise). With short wakees kept off a domain
-///   whose homed gang threads wait for its CPUs (`lat_gang_defers`
-///   770-1013 a run), three runs: 0.955 / 0.938, 0.924 / 0.890, 0.937 /
-///   0.923, spills 10-13. (By
-///   instructions, `GuestClock::Instructions`, the shares held, 0.942-0.975,
-///   but the guest's kernel work takes 16 times the guest time there and
-///   the longest waits grew to 160-220 ms in four of five runs.)
+///   Dirty in any placement): with the latency path, all_share 0.840-0.931
+///   and all_share_min 0.722-0.895 in seven runs (partners never apply to
+///   these one-process gangs; the latency path costs this form its shares,
+///   docs/vm-bounds.md); the longest wait of a gang or compute thread
+///   64-152 ms (scx_sky's bound of starve_ms + slice + tick, 59 ms, plus
+///   TCG's reschedule IPIs, up to 98 ms). Bounds 0.80, 0.65 and 250 ms (a
+///   starving task waits seconds: the bound still tells).
 ///
 /// In every run BPF counted at most 3.6 % of the gangs' run time away
-/// from home (bound 10 %).
+/// from home (bound 10 %). The runs, with the ablations: docs/vm-bounds.md.
 const GANG_BOUNDS: [(&str, f64, f64, f64, GuestClock); 3] = [
     ("process", 0.95, 0.95, 0.05, GuestClock::Host),
     ("space", 0.93, 0.90, 0.05, GuestClock::Host),
@@ -569,7 +531,7 @@ fn with_more_gangs_than_domains_gangs_stay_whole_and_nothing_starves() {
 /// run time the kernel counted for each workload since it was named
 /// (`run_ms`), not against an absolute figure: how much a task runs in 3 s
 /// of five busy tasks on four vCPUs depends on the host (the landing CI
-/// once gave the PM writer under 2 s). Five runs on 2026-11-23, two with
+/// once gave the PM writer under 2 s). Five runs, two with
 /// two host processes spinning beside the VM: the PM writer was charged
 /// 1.01-1.09 times what it ran (its exit is charged too), compute 4.6-6.6
 /// times what cpu-idiv ran (every busy task, kernel threads and the gang
@@ -680,13 +642,11 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
 /// publishes each straight into BPF's memory (256 policy slots, none
 /// rewritten within 16 ms of leaving the live one). Under TCG with a
 /// compute task per CPU, SKY-1's processes and a wakeup storm through the
-/// storm (two loads overlapping for part of it), five runs on 2026-11-22:
+/// storm (two loads overlapping for part of it), five runs:
 /// 1,720 / 2,380 / 2,381 / 2,186 / 2,101 a second (51,712 to 71,424
 /// switches; a batch answered in 72-109 ms at p50), no refusal, no
 /// ejection, every load process done: the bound is 1.7 times below the
-/// worst run. One connection per switch, as before this change, managed
-/// 156-588 a second: a switch then cost a wakeup of the client and of the
-/// server each, which a loaded emulator makes slow.
+/// worst run.
 const STORM_MIN_PER_S: f64 = 1000.0;
 
 #[test]
@@ -877,7 +837,7 @@ fn nice_weights_hold_and_every_preset_is_healthy() {
 
 /// The crash tests `pvas_queue_survives_crashes_on_dax` runs in the VM by
 /// default: every kill point between payload, flush, fence and publish
-/// (96 kills; 9-13 s in the VM on 2026-11-23) and senders killed mid-copy
+/// (96 kills; 9-13 s in the VM) and senders killed mid-copy
 /// of 8 MiB messages (4-5 s); the whole test took 34-52 s. The thousand
 /// random kills took 120 and 166 s there (3 s natively): they run only
 /// with SKY_DAX_ALL_CRASH_TESTS=1.

@@ -85,7 +85,7 @@ fn note_host_lost(share: f64) {
 /// The share of a VM run the host may take (its own load, or its
 /// hypervisor's steal) before a failed bound in guest time is put down to
 /// the host, not the scheduler, and measured again. Every bound that
-/// failed in six fresh-clone CI runs of 2026-11-25/26 failed in a run
+/// failed in six fresh-clone CI runs (docs/vm-bounds.md) failed in a run
 /// that lost 0.045-0.209 of its time, most of it the cloud host's steal:
 /// a hostile-load wait of 121-175 ms (quiet runs: 57-70), stats round
 /// trips of 220 ms (43-62), a gang thread's wait of 208 ms (71-92), a
@@ -98,8 +98,8 @@ pub const HOST_LOST_SHARE_RETRY: f64 = 0.04;
 /// took: the bounds on waits are set on a quiet host and grow by this
 /// times the lost share (`host_wait_bound`). A wait is made of several
 /// vCPUs' turns (the waker's, the kicked CPU's, the wakee's), each of
-/// which the host can hold up. Runs of 2026-11-26 beside runs on a quiet
-/// host: the hostile load's longest wait 121-286 ms at lost shares
+/// which the host can hold up. Runs on a busy host beside runs on a quiet
+/// one: the hostile load's longest wait 121-286 ms at lost shares
 /// 0.045-0.312 (quiet: 57-70 ms, so up to 4.1x at 0.312), a gang thread's
 /// 208 ms at 0.202 (quiet: 71-92 ms, 2.3x); 1 + 5 x 0.312 = 2.6 leaves the
 /// rest to the retry.

@@ -349,10 +349,26 @@ fn build() -> Result<()> {
     ]))
 }
 
+/// The BPF C against bpf/.clang-format (kernel style), as `cargo fmt
+/// --check` holds the Rust.
+fn check_bpf_format() -> Result<()> {
+    let bpf = workspace_root().join("bpf");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&bpf)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("c" | "h")))
+        .collect();
+    files.sort();
+    run(Command::new("clang-format-19")
+        .args(["--dry-run", "--Werror", "--style=file"])
+        .args(&files))
+    .context("the BPF C is not in the kernel style of bpf/.clang-format: run clang-format-19 -i bpf/*.[ch]")
+}
+
 fn test() -> Result<()> {
     setup()?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))
         .context("code is not formatted: run cargo fmt")?;
+    check_bpf_format()?;
     run(cargo()
         .args(["clippy", "--release", "--workspace", "--all-targets"])
         .args(["--", "-D", "warnings"]))?;

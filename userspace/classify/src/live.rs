@@ -1,6 +1,6 @@
-//! Classes for the tasks running now: which tasks exist (from /proc), and
-//! what must change in BPF's class map (`sky_pid_class`, bpf/class.bpf.h)
-//! to match. Only known classes are written; absence means unknown, and
+//! Classes for the tasks running now: which tasks exist (from /proc, read
+//! by sky_proc), and what must change in BPF's class map (`sky_pid_class`,
+//! bpf/class.bpf.h) to match. Only known classes are written; absence means unknown, and
 //! an entry is removed when its task is gone, so a reused thread ID does
 //! not inherit a class.
 
@@ -22,35 +22,11 @@ pub struct LiveTask {
     pub runnable_on: Option<(bool, usize)>,
 }
 
-/// The cgroup path in a `/proc/<pid>/cgroup` text: the unified (v2)
-/// hierarchy's `0::/path` line, else the first line's path.
-pub fn cgroup_path(text: &str) -> String {
-    let path = |line: &str| line.splitn(3, ':').nth(2).map(str::to_string);
-    text.lines()
-        .find(|l| l.starts_with("0::"))
-        .and_then(path)
-        .or_else(|| text.lines().next().and_then(path))
-        .unwrap_or_default()
-}
-
 /// Every thread under `proc_root` (normally /proc), with its process's
 /// cgroup if `with_cgroup` (else an empty path: one read fewer per process).
 /// Best effort: tasks that exit while it reads are skipped.
 pub fn scan_tasks(proc_root: &Path, with_cgroup: bool) -> Vec<LiveTask> {
-    let mut tasks = Vec::new();
-    let Ok(procs) = std::fs::read_dir(proc_root) else {
-        return tasks;
-    };
-    for proc_dir in procs.flatten() {
-        if let Some(pid) = proc_dir
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        {
-            scan_process(proc_root, pid, with_cgroup, &mut tasks);
-        }
-    }
-    tasks
+    scan_processes(proc_root, sky_proc::processes(proc_root), with_cgroup)
 }
 
 /// The threads of processes `pids` only, as [`scan_tasks`] lists them: a
@@ -62,43 +38,24 @@ pub fn scan_processes(
 ) -> Vec<LiveTask> {
     let mut tasks = Vec::new();
     for pid in pids {
-        scan_process(proc_root, pid, with_cgroup, &mut tasks);
-    }
-    tasks
-}
-
-/// Process `pid`'s cgroup path (empty if it is gone).
-pub fn process_cgroup(proc_root: &Path, pid: u32) -> String {
-    std::fs::read_to_string(proc_root.join(pid.to_string()).join("cgroup"))
-        .map(|t| cgroup_path(&t))
-        .unwrap_or_default()
-}
-
-/// Appends process `pid`'s threads to `tasks` (none if it is gone).
-fn scan_process(proc_root: &Path, pid: u32, with_cgroup: bool, tasks: &mut Vec<LiveTask>) {
-    let proc_dir = proc_root.join(pid.to_string());
-    let cgroup = if with_cgroup {
-        process_cgroup(proc_root, pid)
-    } else {
-        String::new()
-    };
-    let Ok(threads) = std::fs::read_dir(proc_dir.join("task")) else {
-        return;
-    };
-    for thread in threads.flatten() {
-        let Some(tid) = thread.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
+        let cgroup = if with_cgroup {
+            sky_proc::process_cgroup(proc_root, pid)
+        } else {
+            String::new()
         };
-        if let Ok(comm) = std::fs::read_to_string(thread.path().join("comm")) {
-            tasks.push(LiveTask {
-                tid,
-                pid,
-                comm: comm.trim_end_matches('\n').to_string(),
-                cgroup: cgroup.clone(),
-                runnable_on: None,
-            });
+        for thread in sky_proc::threads_of(proc_root, pid) {
+            if let Some(comm) = thread.read("comm") {
+                tasks.push(LiveTask {
+                    tid: thread.tid,
+                    pid,
+                    comm: comm.trim_end_matches('\n').to_string(),
+                    cgroup: cgroup.clone(),
+                    runnable_on: None,
+                });
+            }
         }
     }
+    tasks
 }
 
 /// What to write to and remove from the class map.
@@ -160,17 +117,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cgroup_paths_come_from_the_unified_hierarchy() {
-        assert_eq!(cgroup_path("0::/user.slice/app\n"), "/user.slice/app");
-        assert_eq!(
-            cgroup_path("12:cpu,cpuacct:/legacy\n0::/unified\n"),
-            "/unified"
-        );
-        assert_eq!(cgroup_path("3:memory:/only-v1\n"), "/only-v1");
-        assert_eq!(cgroup_path(""), "");
-    }
-
-    #[test]
     fn the_map_follows_the_tasks_writing_only_what_changed() {
         let mut t = ClassTable::default();
         let c = t.update([
@@ -200,7 +146,7 @@ mod tests {
     fn this_process_is_found_with_its_name() {
         let me = std::process::id();
         let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
-        let cgroup = cgroup_path(&std::fs::read_to_string("/proc/self/cgroup").unwrap());
+        let cgroup = sky_proc::cgroup_path(&std::fs::read_to_string("/proc/self/cgroup").unwrap());
         for with_cgroup in [true, false] {
             let tasks = scan_tasks(Path::new("/proc"), with_cgroup);
             let mine = tasks.iter().find(|t| t.tid == me).expect("own task listed");

@@ -185,7 +185,7 @@ pub struct OpenCounters {
 }
 
 impl OpenCounters {
-    /// Bit N set if slot N is open (bpf/pmu.bpf.h `pmu_counters`).
+    /// Bit N set if slot N is open (bpf/pmu.bpf.h `sky_pmu_counters`).
     pub fn mask(&self) -> u32 {
         (0..5)
             .filter(|&s| !self.fds[s].is_empty())

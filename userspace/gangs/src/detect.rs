@@ -2,7 +2,7 @@
 //! a gang's threads' cycles and instructions make one CPI sample, filed
 //! under All share when all its counted threads sit in one cache domain
 //! and under Partial share when they are spread over several; the
-//! [`cpi_test`](crate::cpi_test) then judges the two distributions.
+//! [`memory_bound`](crate::memory_bound) then judges the two distributions.
 //!
 //! Partial share here is "spread over domains", the observable half of the
 //! paper's "spread over domains another memory-bound program uses": a gang
@@ -16,7 +16,7 @@
 //! the gang lives. A gang that is not memory-bound keeps being sampled
 //! wherever it runs, and its verdict follows its phases.
 
-use crate::cpi_test::{CpiSamples, Verdict, DEFAULT_ALPHA, DEFAULT_MIN_RATIO};
+use crate::memory_bound::{CpiSamples, Verdict, DEFAULT_ALPHA, DEFAULT_MIN_RATIO};
 use crate::planner::{DomainId, GangId};
 use std::collections::HashMap;
 

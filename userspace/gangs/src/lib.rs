@@ -6,7 +6,7 @@
 //! Clean, not Dirty).
 //!
 //! - [`rules`]: which tasks form a gang (command line and policy file).
-//! - [`cpi_test`]: is a gang memory-bound? The paper's test: do its CPI
+//! - [`memory_bound`]: is a gang memory-bound? The paper's test: do its CPI
 //!   samples under All share and under Partial share differ significantly.
 //! - [`detect`]: the test fed from the PMU: one CPI sample per gang per
 //!   period, filed by where its threads were.
@@ -17,8 +17,8 @@
 //! Data flows one way: rules + counters → this crate → the gang map and
 //! home domains the daemon hands to BPF.
 
-pub mod cpi_test;
 pub mod detect;
+pub mod memory_bound;
 pub mod planner;
 pub mod rules;
 pub mod table;

@@ -10,7 +10,7 @@
 //! - `pid:N,N,...` — those processes, all together;
 //!
 //! optionally followed by `=memory-bound`, `=not-memory-bound` or `=auto`
-//! (the default: detect it from CPI, see [`crate::cpi_test`]). On the
+//! (the default: detect it from CPI, see [`crate::memory_bound`]). On the
 //! command line a rule is `--gang FORM[=HINT]`; in a policy file it is a
 //! `[[gang_rule]]` table with exactly one of `cgroup`, `space`, `comm`,
 //! `pids` (a list) and optionally `memory_bound = true|false`. Rules are

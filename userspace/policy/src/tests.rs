@@ -18,9 +18,12 @@ fn every_preset_parses_and_is_named_after_its_file() {
         assert_eq!(p.name, name);
         assert!(!p.description.is_empty());
     }
-    assert!(Policy::load("sky1").unwrap().affinity);
-    assert!(!Policy::load("vtime").unwrap().affinity);
-    assert_eq!(Policy::load("sky1-strict").unwrap().affinity_grace_us, 0);
+    assert!(Policy::load("sky1").unwrap().knobs.affinity);
+    assert!(!Policy::load("vtime").unwrap().knobs.affinity);
+    assert_eq!(
+        Policy::load("sky1-strict").unwrap().knobs.affinity_grace_us,
+        0
+    );
 }
 
 #[test]
@@ -29,24 +32,27 @@ fn presets_differ_only_in_affinity_knobs() {
     // comparison measures more than affinity.
     let sky1 = Policy::load("sky1").unwrap();
     let vtime = Policy::load("vtime").unwrap();
-    assert_eq!(sky1.slice_us, vtime.slice_us);
-    assert_eq!(sky1.sleeper_credit_us, vtime.sleeper_credit_us);
-    assert_eq!(sky1.starve_ms, vtime.starve_ms);
+    assert_eq!(sky1.knobs.slice_us, vtime.knobs.slice_us);
+    assert_eq!(sky1.knobs.sleeper_credit_us, vtime.knobs.sleeper_credit_us);
+    assert_eq!(sky1.knobs.starve_ms, vtime.knobs.starve_ms);
 }
 
 #[test]
 fn derived_thresholds_fill_in_and_overrides_win() {
     let p = Policy::load("sky1").unwrap();
     let k = p.resolve(&Overrides::default(), &derived()).unwrap();
-    assert_eq!((k.decay_core_ns, k.decay_llc_ns), (300_000, 2_000_000));
-    assert_eq!(k.slice_ns, p.slice_us * 1000);
-    assert_eq!(k.starve_ns, p.starve_ms * 1_000_000);
     assert_eq!(
-        (k.decay_core_bytes, k.decay_llc_bytes),
-        (512 << 10, 16 << 20)
+        (k.knobs.decay_core_us, k.knobs.decay_llc_us),
+        (Some(300), Some(2_000))
+    );
+    assert_eq!(k.knobs.slice_us, p.knobs.slice_us);
+    assert_eq!(k.knobs.starve_ms, p.knobs.starve_ms);
+    assert_eq!(
+        (k.knobs.decay_core_kb, k.knobs.decay_llc_kb),
+        (Some(512), Some(16 << 10))
     );
     assert_eq!(k.fill_bytes_per_ms, 1_000_000);
-    assert_eq!(k.decay, DecayRule::Pressure);
+    assert_eq!(k.knobs.decay, DecayRule::Pressure);
 
     let over = Overrides {
         decay_core_us: Some(100),
@@ -56,11 +62,11 @@ fn derived_thresholds_fill_in_and_overrides_win() {
         ..Default::default()
     };
     let k = p.resolve(&over, &derived()).unwrap();
-    assert_eq!(k.decay, DecayRule::Sleep);
-    assert_eq!(k.decay_core_ns, 100_000);
-    assert_eq!(k.decay_llc_ns, 2_000_000);
-    assert_eq!(k.slice_ns, 2_000_000);
-    assert_eq!(k.walk_depth, 4);
+    assert_eq!(k.knobs.decay, DecayRule::Sleep);
+    assert_eq!(k.knobs.decay_core_us, Some(100));
+    assert_eq!(k.knobs.decay_llc_us, Some(2_000));
+    assert_eq!(k.knobs.slice_us, 2_000);
+    assert_eq!(k.knobs.walk_depth, 4);
 }
 
 #[test]
@@ -122,7 +128,7 @@ fn policy_files_load_by_path() {
     std::fs::write(&path, text).unwrap();
     let p = Policy::load(path.to_str().unwrap()).unwrap();
     assert_eq!(p.name, "mine");
-    assert_eq!(p.decay_core_us, Some(250));
+    assert_eq!(p.knobs.decay_core_us, Some(250));
 }
 
 #[test]
@@ -167,7 +173,10 @@ fn decay_rules_parse_and_bad_ones_are_named() {
     let sleep = PRESETS[0]
         .1
         .replace("decay = \"pressure\"", "decay = \"sleep\"");
-    assert_eq!(Policy::parse(&sleep, "s").unwrap().decay, DecayRule::Sleep);
+    assert_eq!(
+        Policy::parse(&sleep, "s").unwrap().knobs.decay,
+        DecayRule::Sleep
+    );
     let bad = PRESETS[0]
         .1
         .replace("decay = \"pressure\"", "decay = \"clock\"");
@@ -231,8 +240,8 @@ fn gang_knobs_resolve_and_a_spill_past_the_rescue_is_refused() {
         .unwrap()
         .resolve(&Overrides::default(), &derived())
         .unwrap();
-    assert!(k.gangs);
-    assert_eq!(k.gang_spill_ns, 20_000_000);
+    assert!(k.knobs.gangs);
+    assert_eq!(k.knobs.gang_spill_us, Some(20_000));
     let off = Overrides {
         gangs: Some(false),
         ..Default::default()
@@ -242,14 +251,15 @@ fn gang_knobs_resolve_and_a_spill_past_the_rescue_is_refused() {
             .unwrap()
             .resolve(&off, &derived())
             .unwrap()
+            .knobs
             .gangs
     );
     // The baselines leave gangs off; left out, the spill is the patience.
     for name in ["vtime", "sky1-strict"] {
         let p = Policy::load(name).unwrap();
         let k = p.resolve(&Overrides::default(), &derived()).unwrap();
-        assert!(!k.gangs, "{name}");
-        assert_eq!(k.gang_spill_ns, k.patience_ns, "{name}");
+        assert!(!k.knobs.gangs, "{name}");
+        assert_eq!(k.knobs.gang_spill_us, Some(k.patience_us), "{name}");
     }
     // starve_ms 50: the rescue takes a task at 37.5 ms.
     let text = PRESETS[0]
@@ -405,7 +415,10 @@ fn starve_ms_below_10_is_refused() {
         e.contains("p.toml") && e.contains("starve_ms = 9 is outside 10..=10000"),
         "{e}"
     );
-    assert_eq!(Policy::parse(&text(10), "p.toml").unwrap().starve_ms, 10);
+    assert_eq!(
+        Policy::parse(&text(10), "p.toml").unwrap().knobs.starve_ms,
+        10
+    );
     let over = Overrides {
         starve_ms: Some(9),
         slice_us: Some(1000),
@@ -459,8 +472,11 @@ fn left_out_knobs_take_their_documented_defaults() {
         .map(|l| format!("{l}\n"))
         .collect();
     let p = Policy::parse(&text, "older.toml").unwrap();
-    assert_eq!(p.slice_min_us, 250);
-    assert_eq!((p.latency_burst_us, p.latency_min_run_us), (500, 500));
+    assert_eq!(p.knobs.slice_min_us, 250);
+    assert_eq!(
+        (p.knobs.latency_burst_us, p.knobs.latency_min_run_us),
+        (500, 500)
+    );
 }
 
 #[test]
@@ -468,17 +484,27 @@ fn latency_knobs_resolve_and_bad_ones_are_named() {
     let sky1 = Policy::load("sky1").unwrap();
     let k = sky1.resolve(&Overrides::default(), &derived()).unwrap();
     assert_eq!(
-        (k.latency_burst_ns, k.latency_min_run_ns),
-        (500_000, 500_000)
+        (k.knobs.latency_burst_us, k.knobs.latency_min_run_us),
+        (500, 500)
     );
     for off in ["sky1-strict", "vtime"] {
-        assert_eq!(Policy::load(off).unwrap().latency_burst_us, 0, "{off}");
+        assert_eq!(
+            Policy::load(off).unwrap().knobs.latency_burst_us,
+            0,
+            "{off}"
+        );
     }
     let off = Overrides {
         latency_burst_us: Some(0),
         ..Default::default()
     };
-    assert_eq!(sky1.resolve(&off, &derived()).unwrap().latency_burst_ns, 0);
+    assert_eq!(
+        sky1.resolve(&off, &derived())
+            .unwrap()
+            .knobs
+            .latency_burst_us,
+        0
+    );
     let bad = |over: Overrides| format!("{:#}", sky1.resolve(&over, &derived()).unwrap_err());
     let e = bad(Overrides {
         latency_burst_us: Some(5001),
@@ -493,4 +519,79 @@ fn latency_knobs_resolve_and_bad_ones_are_named() {
         ..Default::default()
     });
     assert!(e.contains("latency_min_run_us = 49"), "{e}");
+}
+
+#[test]
+fn a_policy_of_only_a_name_takes_every_default() {
+    let p = Policy::parse("name = \"bare\"\ndescription = \"d\"\n", "bare.toml").unwrap();
+    assert_eq!(p.knobs, Knobs::default());
+    // sky1 is the defaults but for a spill it sets: a file that changes
+    // one knob of sky1 need write only that one.
+    let sky1 = Policy::load("sky1").unwrap().knobs;
+    assert_eq!(
+        sky1,
+        Knobs {
+            gang_spill_us: Some(20_000),
+            ..Knobs::default()
+        }
+    );
+    let e = format!(
+        "{:#}",
+        Policy::parse("description = \"d\"\n", "nameless.toml").unwrap_err()
+    );
+    assert!(e.contains("nameless.toml") && e.contains("name"), "{e}");
+}
+
+#[test]
+fn overrides_replace_only_what_they_give() {
+    let k = Knobs::default().overridden(&Overrides {
+        slice_us: Some(2000),
+        affinity: Some(false),
+        decay_llc_kb: Some(64),
+        ..Default::default()
+    });
+    assert_eq!(
+        k,
+        Knobs {
+            slice_us: 2000,
+            affinity: false,
+            decay_llc_kb: Some(64),
+            ..Knobs::default()
+        }
+    );
+    assert_eq!(
+        Knobs::default().unset(),
+        [
+            "gang_spill_us",
+            "decay_core_us",
+            "decay_llc_us",
+            "decay_core_kb",
+            "decay_llc_kb"
+        ]
+    );
+}
+
+#[test]
+fn every_knob_is_in_the_table_and_docs_knobs_md_is_current() {
+    let table = knob_table();
+    for name in Knobs::NAMES {
+        let option = format!("`--{}", name.replace('_', "-"));
+        assert!(
+            table.contains(&format!("| `{name}` | {option}")),
+            "{name}: {table}"
+        );
+    }
+    assert!(table.contains("| `slice_us` | `--slice-us US` | `5000` | 100–100000 |"));
+    assert!(table.contains("| `decay_core_kb` | `--decay-core-kb KB` | derived |"));
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/knobs.md");
+    let want = knobs_doc();
+    if std::env::var_os("SKY_WRITE_DOCS").is_some() {
+        std::fs::write(path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        have == want,
+        "docs/knobs.md is not what the knob list makes: run \
+         `SKY_WRITE_DOCS=1 cargo test -p sky-policy` and commit it"
+    );
 }

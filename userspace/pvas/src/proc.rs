@@ -6,11 +6,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 /// Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22),
 /// or None if there is no such process.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces and parentheses: count
-    // fields after the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    sky_proc::Stat::of_process(pid).map(|s| s.start_time)
 }
 
 /// A member's label in the member table: pid in the low 32 bits, the low
@@ -19,13 +15,7 @@ pub fn owner_word(pid: u32, start: u64) -> u64 {
     (start << 32) | pid as u64
 }
 
-/// The real uid of `pid` (/proc/PID/status, `Uid:`), or None if there is
-/// no such process.
-pub fn real_uid(pid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
-    line.split_whitespace().next()?.parse().ok()
-}
+pub use sky_proc::real_uid;
 
 /// A process held by a pidfd: a signal sent through it reaches that
 /// process or none, never one that reused its pid, and it says when the

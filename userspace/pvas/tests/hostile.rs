@@ -55,11 +55,7 @@ fn the_scheduler_lists_only_members_the_kernel_proves() {
     let s = space("forged", 4, 2);
     let real = hold(&s.path, 1);
     let forged: Vec<_> = (2..=4).map(|id| hold(&s.path, id)).collect();
-    let start = |pid: u32| -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let rest = &stat[stat.rfind(')').unwrap() + 1..];
-        rest.split_whitespace().nth(19).unwrap().parse().unwrap()
-    };
+    let start = |pid: u32| -> u64 { sky_proc::Stat::of_process(pid).unwrap().start_time };
     let me = std::process::id();
     // Root's init, this test (alive, but holding no slot), nobody.
     write_owner_word(&s.path, 2, (start(1) << 32) | 1);

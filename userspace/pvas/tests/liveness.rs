@@ -22,12 +22,7 @@ fn recv_fails_promptly(me: &Space, id: u32) {
 }
 
 fn proc_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .next()?
-        .chars()
-        .next()
+    sky_proc::Stat::of_process(pid).map(|s| s.state)
 }
 
 /// Member 1 started as `scx_sky pvas run` starts it: attaching from the

@@ -3,8 +3,8 @@
 //! counters, so the view is the same whatever scheduler runs), the policy
 //! and the scheduler's statistics from its stats socket.
 
+use sky_proc::{sched_field, SchedStat, Stat};
 use sky_topology::Topology;
-use sky_workloads::procstat::{sched_field, SchedStat};
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
@@ -245,24 +245,7 @@ impl Model {
 }
 
 /// Busy and total jiffies of each CPU, from /proc/stat text.
-pub fn cpu_times(proc_stat: &str) -> HashMap<usize, (u64, u64)> {
-    proc_stat
-        .lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix("cpu")?;
-            let (id, fields) = rest.split_once(' ')?;
-            let id: usize = id.parse().ok()?;
-            let v: Vec<u64> = fields
-                .split_whitespace()
-                .filter_map(|f| f.parse().ok())
-                .collect();
-            // user nice system idle iowait irq softirq steal ...
-            let total: u64 = v.iter().take(8).sum();
-            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-            Some((id, (total.saturating_sub(idle), total)))
-        })
-        .collect()
-}
+pub use sky_proc::cpu_times;
 
 /// A thread's counters at one look.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -274,57 +257,31 @@ pub struct ThreadSample {
     pub migrations: Option<u64>,
 }
 
-/// The processor field (39th) of a /proc/.../stat text; the name may hold
-/// spaces and parentheses, so fields are counted after its last ')'.
-pub fn stat_processor(text: &str) -> Option<usize> {
-    let after = &text[text.rfind(')')? + 1..];
-    after.split_whitespace().nth(36)?.parse().ok()
-}
-
 /// Every thread under `proc_root` with the counters the table needs.
 pub fn scan_threads(proc_root: &Path) -> HashMap<u32, ThreadSample> {
     let mut out = HashMap::new();
-    let Ok(procs) = std::fs::read_dir(proc_root) else {
-        return out;
-    };
-    for proc_dir in procs.flatten() {
-        if proc_dir
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-            .is_none()
-        {
-            continue;
-        }
-        let Ok(threads) = std::fs::read_dir(proc_dir.path().join("task")) else {
+    for thread in sky_proc::threads(proc_root) {
+        let (Some(comm), Some(stat), Some(sched_stat)) = (
+            thread.read("comm"),
+            thread.read("stat"),
+            thread.read("schedstat"),
+        ) else {
             continue;
         };
-        for thread in threads.flatten() {
-            let Some(tid) = thread.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                continue;
-            };
-            let dir = thread.path();
-            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
-            let (Some(comm), Some(stat), Some(sched_stat)) =
-                (read("comm"), read("stat"), read("schedstat"))
-            else {
-                continue;
-            };
-            let Ok(stat_counts) = SchedStat::parse(&sched_stat) else {
-                continue;
-            };
-            let sched = read("sched").unwrap_or_default();
-            out.insert(
-                tid,
-                ThreadSample {
-                    comm: comm.trim_end().to_string(),
-                    cpu: stat_processor(&stat).unwrap_or(0),
-                    stat: stat_counts,
-                    switches: sched_field(&sched, "nr_switches"),
-                    migrations: sched_field(&sched, "se.nr_migrations"),
-                },
-            );
-        }
+        let Ok(stat_counts) = SchedStat::parse(&sched_stat) else {
+            continue;
+        };
+        let sched = thread.read("sched").unwrap_or_default();
+        out.insert(
+            thread.tid,
+            ThreadSample {
+                comm: comm.trim_end().to_string(),
+                cpu: Stat::parse(&stat).map_or(0, |s| s.processor),
+                stat: stat_counts,
+                switches: sched_field(&sched, "nr_switches"),
+                migrations: sched_field(&sched, "se.nr_migrations"),
+            },
+        );
     }
     out
 }

@@ -1,7 +1,7 @@
 use super::*;
 use model::{CpuView, GangFigures, SortKey, TaskRow, ThreadSample};
+use sky_proc::SchedStat;
 use sky_topology::{Cpu, LlcDomain, Topology};
-use sky_workloads::procstat::SchedStat;
 use std::collections::HashMap;
 
 /// 2 cache domains x 2 cores x 2 threads, Linux x86 numbering (siblings
@@ -228,16 +228,6 @@ fn kernel_counters_become_rows_and_cpu_loads() {
     };
     assert_eq!((cpu(0).busy, cpu(0).current.as_deref()), (0.2, Some("a")));
     assert_eq!((cpu(1).busy, cpu(1).current), (1.0, None));
-}
-
-#[test]
-fn the_processor_is_read_whatever_the_name_holds() {
-    // Field 39 (processor) is the 37th after the name: here 3.
-    let stat = "12 (a) b) c) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 3 37";
-    assert_eq!(model::stat_processor(stat), Some(3));
-    assert_eq!(model::stat_processor("garbage"), None);
-    let own = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-    assert!(model::stat_processor(&own).is_some(), "{own}");
 }
 
 /// A link that answers from a script, for the snapshot.

@@ -8,9 +8,10 @@
 //! scheduler under test reporting honestly.
 
 use crate::cache_phase::{mark, Marker};
-use crate::procstat::{migrations_of_self, SchedStat, WaitWatch};
+use crate::wait_watch::WaitWatch;
 use crate::{child, percentile};
 use anyhow::{bail, Context, Result};
+use sky_proc::{migrations_of_self, SchedStat};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::OwnedFd;

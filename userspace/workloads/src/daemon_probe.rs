@@ -116,7 +116,7 @@ pub fn thread_run_ns(proc_root: &Path, pid: u32) -> Result<BTreeMap<String, u64>
         let (Ok(comm), Ok(stat)) = (read("comm"), read("schedstat")) else {
             continue;
         };
-        let run = crate::procstat::SchedStat::parse(stat.trim())?.run_ns;
+        let run = sky_proc::SchedStat::parse(stat.trim())?.run_ns;
         *by_name.entry(comm.trim_end().to_string()).or_default() += run;
     }
     Ok(by_name)

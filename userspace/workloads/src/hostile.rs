@@ -15,7 +15,7 @@
 //! longest wait any thread saw.
 
 use crate::pin_current_thread;
-use crate::procstat::{WaitWatch, Waits};
+use crate::wait_watch::{WaitWatch, Waits};
 use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

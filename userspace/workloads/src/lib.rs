@@ -8,25 +8,18 @@ pub mod cache_phase;
 pub mod child;
 pub mod control;
 pub mod daemon_probe;
-pub mod gang_share;
 pub mod hostile;
 pub mod observer_check;
-pub mod partners;
 pub mod pingpong;
-pub mod placement;
-pub mod procstat;
 pub mod relabel;
 pub mod schbench;
 pub mod share;
 pub mod sleepers;
-pub mod slow_wakes;
 pub mod smt_pair;
-pub mod smt_share;
 pub mod switch_latency;
 pub mod threads;
-pub mod trace_waits;
-pub mod tracefs;
 pub mod tui_drive;
+pub mod wait_watch;
 
 /// Restricts the calling thread to `cpus`.
 pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
@@ -59,15 +52,7 @@ pub fn nice_weight(nice: i32) -> Option<u64> {
     WEIGHTS.get(idx).copied()
 }
 
-/// The p-th percentile (0-100) of `samples` by nearest rank; 0 when empty.
-pub fn percentile(samples: &mut [u64], p: f64) -> u64 {
-    if samples.is_empty() {
-        return 0;
-    }
-    samples.sort_unstable();
-    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
-    samples[rank.clamp(1, samples.len()) - 1]
-}
+pub use sky_observer::percentile;
 
 /// Names the calling thread (its comm, at most 15 bytes), as class hints
 /// and the tracepoint observer see it.

@@ -2,9 +2,9 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use sky_observer::{trace_waits, tracefs};
 use sky_workloads::{
     cache_loop::CacheLoop, cache_phase, hostile::Hostile, pingpong::PingPong, share, threads,
-    trace_waits, tracefs,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -385,13 +385,11 @@ struct RunClock(u64);
 
 impl RunClock {
     fn start() -> Result<Self> {
-        Ok(RunClock(
-            sky_workloads::procstat::SchedStat::of_self()?.run_ns,
-        ))
+        Ok(RunClock(sky_proc::SchedStat::of_self()?.run_ns))
     }
 
     fn ms(&self) -> Result<u64> {
-        let now = sky_workloads::procstat::SchedStat::of_self()?.run_ns;
+        let now = sky_proc::SchedStat::of_self()?.run_ns;
         Ok(now.saturating_sub(self.0) / 1_000_000)
     }
 }

@@ -7,8 +7,8 @@
 
 use crate::child::{self, Child};
 use crate::pin_current_thread;
-use crate::procstat::{sched_field, SchedStat};
 use anyhow::{bail, Context, Result};
+use sky_proc::{sched_field, SchedStat};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::PathBuf;

@@ -6,8 +6,8 @@
 //! count shows how often it moved them to do so.
 
 use crate::child::{self, Child};
-use crate::procstat::{migrations_of_self, SchedStat};
 use anyhow::{bail, Context, Result};
+use sky_proc::{migrations_of_self, SchedStat};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

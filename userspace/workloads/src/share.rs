@@ -2,9 +2,9 @@
 //! all spinning. Under any fair scheduler each gets CPU time in proportion
 //! to its nice weight; the run times come from the kernel (schedstat).
 
-use crate::procstat::SchedStat;
 use crate::{nice_weight, pin_current_thread};
 use anyhow::{bail, Context, Result};
+use sky_proc::SchedStat;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! `scx_sky stats` and `scx_sky --monitor`: read a running scheduler's
 //! statistics from its scx_stats socket.
 
-use crate::stats::{catalog, Counters};
+use crate::counters::{catalog, Counters};
 use anyhow::Result;
 use sky_stats::scx_stats::serde_json::{Map, Value};
 use sky_stats::Reader;

@@ -8,15 +8,15 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::types::bss;
-use crate::map_room::MapRoom;
-use crate::task_list::Listing;
+use crate::feeds::map_room::MapRoom;
+use crate::feeds::task_list::Listing;
 use anyhow::Result;
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
 use sky_classify::live::LiveTask;
 use sky_classify::Class;
-use sky_gangs::cpi_test::Verdict;
 use sky_gangs::detect::{self, Detector, ThreadPeriod};
+use sky_gangs::memory_bound::Verdict;
 use sky_gangs::planner::{
     self, Domain, DomainId, DomainState, GangId, Plan, Planner, Reason, Settings,
 };
@@ -83,11 +83,8 @@ fn monotonic_ns() -> u64 {
 /// Thread `tid` of process `pid` now: runnable (state R), and the CPU it
 /// is on or last ran on (/proc/PID/task/TID/stat).
 fn thread_now(pid: u32, tid: u32) -> Option<(bool, usize)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-    // The name may hold spaces and parentheses: fields 3 on follow the
-    // last ')'.
-    let running = s[s.rfind(')')? + 1..].split_whitespace().next()? == "R";
-    Some((running, sky_tui::model::stat_processor(&s)?))
+    let s = sky_proc::Stat::of_thread(pid, tid)?;
+    Some((s.runnable(), s.processor))
 }
 
 /// Each thread's state and CPU for one refresh, as listed or else read
@@ -783,7 +780,7 @@ mod tests {
         let topo = sky_topology::Topology::from_host().unwrap();
         let mut feed = GangFeed::new(&[], &policy, &topo).unwrap();
         feed.classes_can_say_memory_bound(false);
-        let space = crate::classes::tests::space;
+        let space = crate::feeds::class_map::tests::space;
         assert_eq!(feed.listing(&[]), Listing::Nothing);
         let spaces = [space("a", &[3, 4], &[]), space("b", &[4, 6], &[6])];
         assert_eq!(

@@ -12,7 +12,7 @@
 //! whose IPI was slow to land (IPI sent), or a move to another CPU (target
 //! not where it ran).
 
-use crate::trace_waits::group_of;
+use crate::group_of;
 use std::collections::{BTreeMap, HashMap};
 
 /// A wakeup slower than this is explained (5 ms: beyond a tick at HZ=250,

@@ -2,8 +2,8 @@
 //! scheduler's stats socket (figures per period) and control socket
 //! (policy switching).
 
-use crate::gangs::GangsView;
-use crate::stats::Counters;
+use crate::counters::Counters;
+use crate::feeds::gang_maps::GangsView;
 use sky_control::Request;
 use sky_stats::Reader;
 use sky_tui::model::GangFigures;

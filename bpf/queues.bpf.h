@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * sky1.bpf.h - SKY-1 cache affinity (Hitachi, see docs/design.md): run a
- * task on the CPU whose caches most likely still hold its data, the CPU it
- * last ran on, without letting a CPU idle while work waits.
+ * queues.bpf.h - the queues every policy's tasks wait in, and dispatch
+ * from them; with affinity on (SKY-1, seed 001 in docs/seeds.md), where a
+ * waking task goes: to the CPU whose caches most likely still hold its
+ * data, the CPU it last ran on, without letting a CPU idle while work
+ * waits. The vtime baseline uses the same queues and dispatch.
  *
  * Queues: each CPU has a queue of the tasks warm on it; each cache domain
  * (LLC) a queue of tasks whose private cache went cold, which any of its
@@ -29,7 +31,7 @@
  *           partner; another domain's task
  *           that is LLC-cold or waited out its grace. A busy CPU with an
  *           empty queue takes a sibling's task at its slice end on the
- *           same terms (sky1_balance_at_slice_end).
+ *           same terms (sky_queue_balance_at_slice_end).
  */
 #ifndef __SKY_SKY1_BPF_H
 #define __SKY_SKY1_BPF_H
@@ -51,9 +53,9 @@
  * may stack there (latency.bpf.h: by what waits there, and whether the
  * waker sleeps right after its synchronous wakeups), else -1.
  */
-static __always_inline s32 sky1_sync_target(const struct task_struct *p,
-					     const struct sky_task *tctx,
-					     const struct sky_task *waker, u64 wake_flags)
+static __always_inline s32 sky_queue_sync_target(const struct task_struct *p,
+						 const struct sky_task *tctx,
+						 const struct sky_task *waker, u64 wake_flags)
 {
 	s32 cpu = bpf_get_smp_processor_id();
 
@@ -68,8 +70,8 @@ static __always_inline s32 sky1_sync_target(const struct task_struct *p,
  * waker is queued here already: sky_lat_sync_queue). @waker: the waker's
  * state from sky_lat_sync_woke (NULL if not a synchronous wakeup).
  */
-static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
-					   const struct sky_task *waker, bool *direct)
+static __always_inline s32 sky_queue_select_cpu(struct task_struct *p, s32 prev_cpu, u64 wake_flags,
+						const struct sky_task *waker, bool *direct)
 {
 	struct sky_task *tctx = sky_task_of(p);
 	enum sky_decay decay;
@@ -79,7 +81,7 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
 	if (!tctx)
 		return prev_cpu;
 	tctx->cold = 0;
-	cpu = sky1_sync_target(p, tctx, waker, wake_flags);
+	cpu = sky_queue_sync_target(p, tctx, waker, wake_flags);
 	if (cpu >= 0) {
 		if (sky_lat_sync_queue(p, tctx, cpu))
 			return cpu;
@@ -121,8 +123,8 @@ static __always_inline s32 sky1_select_cpu(struct task_struct *p, s32 prev_cpu, 
  * a task with no usable last CPU (new, or its CPU went offline or left its
  * cpumask) waits in its domain's queue.
  */
-static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task *tctx, s32 cpu,
-					 u64 enq_flags, u64 now)
+static __always_inline void sky_queue_enqueue(struct task_struct *p, struct sky_task *tctx, s32 cpu,
+					      u64 enq_flags, u64 now)
 {
 	enum sky_decay decay = SKY_LLC_COLD;
 	u64 slice = sky_cfg.slice_ns;
@@ -132,7 +134,8 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
 
 	if (p->nr_cpus_allowed == 1) {
 		/* Pinned: it waits for the one CPU it may use. */
-		owner = bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ? cpu : bpf_cpumask_first(p->cpus_ptr);
+		owner = bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ? cpu
+							       : bpf_cpumask_first(p->cpus_ptr);
 		decay = SKY_WARM;
 	} else if (sky_cfg.affinity && tctx) {
 		decay = sky_decay_of(p, tctx, now);
@@ -193,7 +196,7 @@ static __always_inline void sky1_enqueue(struct task_struct *p, struct sky_task 
  * Returns 0 if one moved to @cpu, else the nanoseconds until one may.
  * Global: verified once (see sky_rescue_scan on the loop's shape).
  */
-__noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
+__noinline u64 sky_queue_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 {
 	u64 next = (u64)-1, left, spill;
 	struct bpf_iter_scx_dsq it;
@@ -248,7 +251,7 @@ __noinline u64 sky1_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
  * nanoseconds until one may ((u64)-1: none waits). Global: verified once,
  * for both callers.
  */
-__noinline u64 sky1_steal_in_llc(s32 cpu, u32 llc, u64 now)
+__noinline u64 sky_queue_steal_in_llc(s32 cpu, u32 llc, u64 now)
 {
 	u64 next = (u64)-1, left;
 	s32 owner;
@@ -260,7 +263,7 @@ __noinline u64 sky1_steal_in_llc(s32 cpu, u32 llc, u64 now)
 			break;
 		if (owner == cpu || scx_bpf_dsq_nr_queued(sky_cpu_dsq(owner)) <= 0)
 			continue;
-		left = sky1_steal_from(sky_cpu_dsq(owner), owner, cpu, now);
+		left = sky_queue_steal_from(sky_cpu_dsq(owner), owner, cpu, now);
 		if (!left)
 			return 0;
 		if (left < next)
@@ -274,22 +277,22 @@ __noinline u64 sky1_steal_in_llc(s32 cpu, u32 llc, u64 now)
  * ran out, else one of another domain (nearest first). If none may be
  * taken yet, the alarm is set for when the first one may.
  */
-static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
+static __always_inline bool sky_queue_steal(s32 cpu, u32 llc, u64 now)
 {
 	u64 next, left;
 	u32 i;
 
-	next = sky1_steal_in_llc(cpu, llc, now);
+	next = sky_queue_steal_in_llc(cpu, llc, now);
 	if (!next) {
 		sky_stat_inc(SKY_STAT_STEALS_IN_LLC);
 		return true;
 	}
-	bpf_for(i, 1, nr_llcs) {
-		u64 dsq = sky_llc_dsq((llc + i) % nr_llcs);
+	bpf_for(i, 1, sky_nr_llcs) {
+		u64 dsq = sky_llc_dsq((llc + i) % sky_nr_llcs);
 
 		if (scx_bpf_dsq_nr_queued(dsq) <= 0)
 			continue;
-		left = sky1_steal_from(dsq, -1, cpu, now);
+		left = sky_queue_steal_from(dsq, -1, cpu, now);
 		if (!left) {
 			sky_stat_inc(SKY_STAT_STEALS);
 			return true;
@@ -317,12 +320,12 @@ static __always_inline bool sky1_steal(s32 cpu, u32 llc, u64 now)
  * that pairs): that slice end is the pairing's repair (smt.bpf.h), and a
  * task taken blind could land beside its own kind.
  */
-static __always_inline bool sky1_balance_at_slice_end(s32 cpu, u32 llc, u64 now)
+static __always_inline bool sky_queue_balance_at_slice_end(s32 cpu, u32 llc, u64 now)
 {
-	if (sky_smt_pairing() && (sky_smt_pairs(sky_cpu_kind[sky_cpu_idx(cpu)]) ||
-				  sky_smt_pairs(sky_sibling_kind(cpu))))
+	if (sky_smt_pairing() &&
+	    (sky_smt_pairs(sky_cpu_kind[sky_cpu_idx(cpu)]) || sky_smt_pairs(sky_sibling_kind(cpu))))
 		return false;
-	if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0 || sky1_steal_in_llc(cpu, llc, now))
+	if (scx_bpf_dsq_nr_queued(sky_cpu_dsq(cpu)) > 0 || sky_queue_steal_in_llc(cpu, llc, now))
 		return false;
 	sky_stat_inc(SKY_STAT_BUSY_STEALS);
 	return true;
@@ -333,7 +336,7 @@ static __always_inline bool sky1_balance_at_slice_end(s32 cpu, u32 llc, u64 now)
  * Queues have clocks of their own (vtime.bpf.h): their tasks are compared
  * by lag. A missing head is behind everything.
  */
-static __always_inline bool sky1_behind(const struct task_struct *head, s32 frame, s64 lag)
+static __always_inline bool sky_queue_behind(const struct task_struct *head, s32 frame, s64 lag)
 {
 	return !head || sky_vlag(head->scx.dsq_vtime, frame) >= lag;
 }
@@ -350,7 +353,7 @@ static __always_inline bool sky1_behind(const struct task_struct *head, s32 fram
  * waiting task would always win and vtime (nice) would mean nothing
  * between a CPU's tasks.
  */
-static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
+static __always_inline bool sky_queue_dispatch(s32 cpu, struct task_struct *prev)
 {
 	u32 llc = sky_llc_of(cpu);
 	u64 now = scx_bpf_now(), own, shared, first, second;
@@ -360,7 +363,7 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 
 	if (rescuing && scx_bpf_dsq_move_to_local(SKY_DSQ_RESCUE, 0))
 		return true;
-	if (llc >= nr_llcs)
+	if (llc >= sky_nr_llcs)
 		llc = 0;
 	own = sky_cpu_dsq(cpu);
 	shared = sky_llc_dsq(llc);
@@ -375,19 +378,19 @@ static __always_inline bool sky1_dispatch(s32 cpu, struct task_struct *prev)
 		 * The domain's queue (short wakees wait there) does not split
 		 * an SMT pair: other CPUs serve it.
 		 */
-		if (!(ptctx && ptctx->yielded) && sky1_behind(own_head, own_frame, lag) &&
-		    (sky1_behind(shared_head, shared_frame, lag) || sky_smt_beside_mate(cpu)))
-			return sky1_balance_at_slice_end(cpu, llc, now);
+		if (!(ptctx && ptctx->yielded) && sky_queue_behind(own_head, own_frame, lag) &&
+		    (sky_queue_behind(shared_head, shared_frame, lag) || sky_smt_beside_mate(cpu)))
+			return sky_queue_balance_at_slice_end(cpu, llc, now);
 	}
 	first = own;
 	second = shared;
-	if (own_head && !sky1_behind(shared_head, shared_frame,
-				     sky_vlag(own_head->scx.dsq_vtime, own_frame))) {
+	if (own_head && !sky_queue_behind(shared_head, shared_frame,
+					  sky_vlag(own_head->scx.dsq_vtime, own_frame))) {
 		first = shared;
 		second = own;
 	}
 	return scx_bpf_dsq_move_to_local(first, 0) || scx_bpf_dsq_move_to_local(second, 0) ||
-	       sky1_steal(cpu, llc, now);
+	       sky_queue_steal(cpu, llc, now);
 }
 
 #endif /* __SKY_SKY1_BPF_H */

@@ -16,7 +16,7 @@
 //! ratio of the medians (Partial / All), to reach `min_ratio`.
 //!
 //! ```
-//! use sky_gangs::cpi_test::{CpiSamples, Verdict, DEFAULT_ALPHA, DEFAULT_MIN_RATIO};
+//! use sky_gangs::memory_bound::{CpiSamples, Verdict, DEFAULT_ALPHA, DEFAULT_MIN_RATIO};
 //! let mut s = CpiSamples::new();
 //! for i in 0..40 {
 //!     s.push_all(0.5 + 0.001 * f64::from(i));
@@ -346,5 +346,5 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "cpi_test_tests.rs"]
+#[path = "memory_bound_tests.rs"]
 mod tests;

@@ -6,7 +6,7 @@
 //! preemption). Per task the same counts, which the evaluation holds
 //! against the kernel's own (`/proc/<pid>/sched`, `schedstat`).
 
-use crate::trace_waits::group_of;
+use crate::group_of;
 use std::collections::HashMap;
 
 /// One task's counts.

@@ -7,6 +7,7 @@
 //! of every task, including one that never ends (reported as open).
 
 use crate::gang_share::GangShare;
+use crate::group_of;
 use crate::partners::Partners;
 use crate::placement::Placement;
 use crate::slow_wakes::{SlowWakes, Woken};
@@ -187,13 +188,6 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
     let from = text.find(start)? + start.len();
     let to = text.rfind(end)?;
     (from <= to).then(|| &text[from..to])
-}
-
-/// Tasks are grouped by name without a trailing CPU or instance number
-/// (`kworker/3:1` → `kworker`, `hostile-pinned` stays).
-pub fn group_of(comm: &str) -> &str {
-    let name = comm.split('/').next().unwrap_or(comm);
-    name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ':')
 }
 
 /// The waits of one group of tasks.

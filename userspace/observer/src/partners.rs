@@ -13,7 +13,7 @@
 //! next switch; a CPU taken offline stays idle (scenarios that judge
 //! partners do not hotplug).
 
-use crate::trace_waits::group_of;
+use crate::group_of;
 use std::collections::{BTreeMap, HashSet};
 
 /// One group's stacked waits.

@@ -4,8 +4,8 @@
 //! tasks gone removed.
 
 use crate::bpf::intf;
-use crate::map_room::MapRoom;
-use crate::task_list::Listing;
+use crate::feeds::map_room::MapRoom;
+use crate::feeds::task_list::Listing;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};

@@ -26,11 +26,16 @@
 //! pass costs more than its budget lists its tasks less often than the
 //! classes' and gangs' period, and its spaces are still watched.
 
+pub mod class_map;
+pub mod gang_maps;
+pub mod map_room;
+pub mod task_list;
+
 use crate::bpf::skel::BpfSkel;
 use crate::bss::BssMapping;
-use crate::classes::{ClassFeed, ClassesView};
-use crate::gangs::{members_of, GangFeed, GangsView};
-use crate::task_list::{Listing, TaskLister};
+use crate::feeds::class_map::{ClassFeed, ClassesView};
+use crate::feeds::gang_maps::{members_of, GangFeed, GangsView};
+use crate::feeds::task_list::{Listing, TaskLister};
 use anyhow::{Context, Result};
 use libbpf_rs::MapHandle;
 use log::warn;

@@ -2,7 +2,7 @@
 //! from its scx_stats socket (target `gangs`), and why each gang is where
 //! it is.
 
-use crate::gangs::{GangView, GangsView};
+use crate::feeds::gang_maps::{GangView, GangsView};
 use anyhow::{Context, Result};
 use std::fmt::Write;
 use std::path::Path;
@@ -22,14 +22,7 @@ pub fn run(socket: Option<&Path>, pid: Option<u32>, json: bool) -> Result<()> {
 
 /// The process a thread (or process) ID belongs to: its Tgid, else itself.
 fn process_of(pid: u32) -> u32 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Tgid:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(pid)
+    sky_proc::thread_group(pid).unwrap_or(pid)
 }
 
 fn render(view: &GangsView, process: Option<u32>) -> String {
@@ -111,7 +104,7 @@ fn gang_line(out: &mut String, g: &GangView) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gangs::DomainView;
+    use crate::feeds::gang_maps::DomainView;
     use sky_gangs::planner::DomainState;
 
     fn view() -> GangsView {
