@@ -7,7 +7,9 @@
 #[allow(dead_code)]
 mod scenario;
 
-use scenario::{assert_clean_exit, assert_enabled, checks, on_a_quiet_host, run_scenario, stat};
+use scenario::{
+    assert_clean_exit, assert_enabled, checks, host_wait_bound, on_a_quiet_host, run_scenario, stat,
+};
 use xtask::report::{self, Fields};
 
 /// Five runs (TCG, 2x2x2, kernel 7.3.4), each one boot, with the hogs
@@ -104,6 +106,87 @@ fn the_latency_path_shortens_wakeups_beside_hogs() {
             "short_steals",
         ] {
             assert_eq!(stat(&totals[1], key), 0.0, "latency path off: {key}");
+        }
+    });
+}
+
+/// A near-burst task's share of the CPU it shares with three hogs: the
+/// issue's bound, its fair share (a quarter) plus 10 %. Five runs: sky1
+/// 0.211-0.258, EEVDF in the same boots 0.246-0.263; with
+/// `--latency-burst-us 2000` (its bursts well under the limit) 0.236: the
+/// rule that a short task sleeps at least as long as it runs holds it
+/// back, not the limit alone.
+const NEAR_BURST_SHARE_MAX: f64 = 0.25 * 1.10;
+
+/// The longest wait of any task in the near-burst scenario: scx_sky's
+/// bound (starve_ms 50 + a slice 5 + a tick 4) plus a TCG kick (20 ms), on
+/// a quiet host; stretched by what the host took (`host_wait_bound`).
+const NEAR_BURST_WAIT_MS: f64 = 80.0;
+
+/// The scenario's output from `run scheduler=NAME` to the next run.
+fn part<'a>(out: &'a str, sched: &str) -> &'a str {
+    let start = out
+        .find(&format!("run scheduler={sched}"))
+        .unwrap_or_else(|| panic!("no run of {sched}"));
+    let rest = &out[start + 1..];
+    match rest.find("run scheduler=") {
+        Some(end) => &rest[..end],
+        None => rest,
+    }
+}
+
+/// Group `group`'s CPU time in ms, from the observer's placement lines.
+fn run_ms(part: &str, group: &str) -> f64 {
+    let line = report::lines_with(
+        part,
+        &format!("result observer=trace placement group={group} "),
+    );
+    let fields = line
+        .first()
+        .unwrap_or_else(|| panic!("the observer saw no {group}"));
+    stat(fields, "run_ms")
+}
+
+/// A hostile near-burst task (tests/vm/nearburst.sh: it computes 450 us,
+/// just under latency_burst_us, and sleeps 10 us, pinned with three hogs
+/// to one CPU) gets no more than its fair share + 10 % under scx_sky, every
+/// task's longest wait stays within the bound, and scx_sky is not ejected
+/// at SCX_TIMEOUT_MS=3000: the latency path does not take it for short
+/// (it runs more than half the time between its wakeups). EEVDF's figures
+/// in the same boot are printed beside, not judged.
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn a_near_burst_task_gets_no_more_than_its_fair_share_beside_hogs() {
+    on_a_quiet_host(|| {
+        let out = run_scenario("nearburst", "1x2x2");
+        let c = checks(&out);
+        assert_clean_exit(&c);
+        assert_enabled(&c, "state_after_sky");
+        for sched in ["eevdf", "sky"] {
+            let p = part(&out, sched);
+            let (near, hogs) = (run_ms(p, "sleeper"), run_ms(p, "burn"));
+            let share = near / (near + hogs);
+            eprintln!("sky-vm: near-burst {sched}: share of CPU 0 {share:.3} ({near} / {hogs} ms)");
+            if sched == "sky" {
+                assert!(
+                    share <= NEAR_BURST_SHARE_MAX,
+                    "the near-burst task took {share:.3} of its CPU (fair: 0.25): {near} ms \
+                     against the hogs' {hogs} ms"
+                );
+                let bound = host_wait_bound(NEAR_BURST_WAIT_MS);
+                for group in ["sleeper", "burn"] {
+                    let waits =
+                        report::lines_with(p, &format!("result observer=trace group={group} "));
+                    let w = waits
+                        .first()
+                        .unwrap_or_else(|| panic!("no waits of {group}"));
+                    let max_ms = stat(w, "max_clear_wait_us") / 1000.0;
+                    assert!(
+                        max_ms <= bound,
+                        "{group} waited {max_ms} ms (bound {bound:.0} ms): {w:?}"
+                    );
+                }
+            }
         }
     });
 }
