@@ -8,7 +8,8 @@
 mod scenario;
 
 use scenario::{
-    assert_clean_exit, assert_enabled, checks, host_wait_bound, on_a_quiet_host, run_scenario, stat,
+    assert_clean_exit, assert_enabled, checks, host_wait_bound, on_a_quiet_host, part,
+    run_scenario, stat,
 };
 use xtask::report::{self, Fields};
 
@@ -126,18 +127,6 @@ const NEAR_BURST_SHARE_MAX: f64 = 0.25 * 1.10;
 /// bound (starve_ms 50 + a slice 5 + a tick 4) plus a TCG kick (20 ms), on
 /// a quiet host; stretched by what the host took (`host_wait_bound`).
 const NEAR_BURST_WAIT_MS: f64 = 80.0;
-
-/// The scenario's output from `run scheduler=NAME` to the next run.
-fn part<'a>(out: &'a str, sched: &str) -> &'a str {
-    let start = out
-        .find(&format!("run scheduler={sched}"))
-        .unwrap_or_else(|| panic!("no run of {sched}"));
-    let rest = &out[start + 1..];
-    match rest.find("run scheduler=") {
-        Some(end) => &rest[..end],
-        None => rest,
-    }
-}
 
 /// Group `group`'s CPU time in ms, from the observer's placement lines.
 fn run_ms(part: &str, group: &str) -> f64 {

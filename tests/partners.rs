@@ -7,7 +7,9 @@
 #[allow(dead_code)]
 mod scenario;
 
-use scenario::{assert_clean_exit, assert_enabled, checks, on_a_quiet_host, run_scenario, stat};
+use scenario::{
+    assert_clean_exit, assert_enabled, checks, on_a_quiet_host, parts, run_scenario, stat, Part,
+};
 use xtask::report::{self, Fields};
 
 /// The members' time waiting behind each other while a CPU idled, as a
@@ -22,28 +24,6 @@ const STACKED_IDLE_SHARE_MAX: f64 = 0.03;
 /// mean over both message sizes and every run: 0.82-0.99 in the same five
 /// boots (gangs off 0.74-0.93), margin below the worst.
 const ONE_COPY_MIN: f64 = 0.6;
-
-/// What one scheduler's part of the scenario printed.
-struct Part<'a> {
-    sched: &'a str,
-    text: &'a str,
-}
-
-/// The output cut at each `run scheduler=NAME` line.
-fn parts(out: &str) -> Vec<Part<'_>> {
-    let mut parts = Vec::new();
-    let mut rest = out;
-    while let Some(at) = rest.find("run scheduler=") {
-        rest = &rest[at + "run scheduler=".len()..];
-        let sched = rest.split_whitespace().next().unwrap_or("");
-        let end = rest.find("run scheduler=").unwrap_or(rest.len());
-        parts.push(Part {
-            sched,
-            text: &rest[..end],
-        });
-    }
-    parts
-}
 
 /// The mean one-copy throughput of a part's runs, both sizes.
 fn one_copy_gbps(part: &Part) -> f64 {

@@ -169,6 +169,37 @@ pub fn on_a_quiet_host(body: impl Fn()) {
     }
 }
 
+/// What one scheduler's part of a scenario printed.
+pub struct Part<'a> {
+    pub sched: &'a str,
+    pub text: &'a str,
+}
+
+/// The output cut at each `run scheduler=NAME` line.
+pub fn parts(out: &str) -> Vec<Part<'_>> {
+    let mut parts = Vec::new();
+    let mut rest = out;
+    while let Some(at) = rest.find("run scheduler=") {
+        rest = &rest[at + "run scheduler=".len()..];
+        let sched = rest.split_whitespace().next().unwrap_or("");
+        let end = rest.find("run scheduler=").unwrap_or(rest.len());
+        parts.push(Part {
+            sched,
+            text: &rest[..end],
+        });
+    }
+    parts
+}
+
+/// What scheduler `sched` printed ([`parts`]).
+pub fn part<'a>(out: &'a str, sched: &str) -> &'a str {
+    parts(out)
+        .into_iter()
+        .find(|p| p.sched == sched)
+        .unwrap_or_else(|| panic!("no run of {sched}"))
+        .text
+}
+
 /// Every `check key=value` the scenario printed, later lines winning.
 pub fn checks(output: &str) -> Fields {
     let mut all = BTreeMap::new();

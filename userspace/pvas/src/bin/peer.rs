@@ -400,11 +400,11 @@ fn queue_side(space: &Space, a: &QueueArgs, sending: bool, holding: bool) -> Res
         PmQueue::open(space, spec)?
     };
     say("ok ready".into());
-    let mut buf = vec![0u8; spec.entry_size as usize];
-    let len_of = |k: u64| 1 + (k as usize * 13) % spec.entry_size as usize;
     if holding {
         return hold(space);
     }
+    let mut buf = vec![0u8; spec.entry_size as usize];
+    let len_of = |k: u64| 1 + (k as usize * 13) % spec.entry_size as usize;
     if sending {
         for k in 0..a.messages {
             pattern::fill(k, &mut buf[..len_of(k)]);
