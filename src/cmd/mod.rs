@@ -39,7 +39,7 @@ pub fn run(command: Command, run: &RunOpts, control_dir: &Path) -> Result<()> {
                 println!("{}", sky_tui::snapshot(&mut link, 80, 24)?);
                 Ok(())
             } else {
-                sky_tui::run(&mut link)
+                sky_tui::run(Box::new(link))
             }
         }
         Command::Policies => {

@@ -8,14 +8,15 @@
 //! [`SchedulerLink`] (its stats and control sockets, wired in scx_sky).
 
 pub mod model;
+pub mod sampler;
 pub mod view;
 
-use anyhow::Result;
-use model::{Model, Scheduler, TopoView};
+use anyhow::{bail, Result};
+use model::{Model, TopoView};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::HashMap;
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::time::Duration;
 
 /// How often the figures are read.
 pub const PERIOD: Duration = Duration::from_secs(1);
@@ -71,14 +72,45 @@ pub fn on_key(model: &mut Model, key: KeyEvent) -> Action {
 }
 
 /// Runs the TUI until `q`. The terminal is restored however it ends, a
-/// panic included (ratatui's hook).
-pub fn run(link: &mut dyn SchedulerLink) -> Result<()> {
+/// panic included (ratatui's hook). The figures are read on a thread of
+/// their own ([`sampler`]): a key is acted on within [`KEY_POLL`] even
+/// while a busy machine or scheduler makes a reading take seconds, and
+/// `q` does not wait for one to finish.
+pub fn run(link: Box<dyn SchedulerLink + Send>) -> Result<()> {
     let topo = sky_topology::Topology::from_host()?;
     let mut model = Model::new(TopoView::from_topology(&topo));
+    let (asks, asked) = mpsc::channel();
+    let (updated, updates) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("top-sampler".into())
+        .spawn(move || sampler::sample(link, asked, updated))?;
     let mut terminal = ratatui::try_init()?;
-    let result = event_loop(&mut terminal, &mut model, link);
+    let result = event_loop(
+        &mut model,
+        &mut |m: &Model| {
+            terminal.draw(|f| view::render(f, m))?;
+            Ok(())
+        },
+        &mut terminal_key,
+        &asks,
+        &updates,
+    );
     ratatui::restore();
+    // The sampler is left behind: it may be inside a reading that takes
+    // seconds, and it ends with the process.
     result
+}
+
+/// The next key pressed within `wait`, from the terminal.
+fn terminal_key(wait: Duration) -> Result<Option<KeyEvent>> {
+    if !event::poll(wait)? {
+        return Ok(None);
+    }
+    // Anything else (a resize, a release) only redraws.
+    Ok(match event::read()? {
+        Event::Key(key) if key.kind == KeyEventKind::Press => Some(key),
+        _ => Some(KeyEvent::new(KeyCode::Null, KeyModifiers::NONE)),
+    })
 }
 
 /// One screen of `width` x `height` as text, from three looks a period
@@ -90,10 +122,10 @@ pub fn snapshot(link: &mut dyn SchedulerLink, width: u16, height: u16) -> Result
     // Three looks a period apart: the first two set the baselines (the
     // kernel's counters, then the scheduler's and the busiest threads'
     // wait histograms); the last counts.
-    let mut looks = Looks::take();
+    let mut looks = sampler::Looks::take();
     for _ in 0..2 {
         std::thread::sleep(PERIOD);
-        refresh(&mut model, link, &mut looks);
+        sampler::apply(&mut model, sampler::gather(link, &mut looks));
     }
     Ok(render_text(&model, width, height))
 }
@@ -118,110 +150,47 @@ pub fn render_text(model: &Model, width: u16, height: u16) -> String {
         .join("\n")
 }
 
+/// How long the screen waits for a key before looking for new figures.
+pub const KEY_POLL: Duration = Duration::from_millis(50);
+
+/// Draws the model, then acts on keys and the sampler's updates as they
+/// come, until a key quits. `key` waits at most its argument for one.
 fn event_loop(
-    terminal: &mut ratatui::DefaultTerminal,
     model: &mut Model,
-    link: &mut dyn SchedulerLink,
+    draw: &mut dyn FnMut(&Model) -> Result<()>,
+    key: &mut dyn FnMut(Duration) -> Result<Option<KeyEvent>>,
+    asks: &Sender<sampler::Command>,
+    updates: &Receiver<sampler::Update>,
 ) -> Result<()> {
-    // The first figures come a period from now: CPU and task shares need
-    // two looks a period apart.
-    let mut looks = Looks::take();
-    let mut last = Instant::now();
     loop {
-        terminal.draw(|f| view::render(f, model))?;
-        let wait = PERIOD.saturating_sub(last.elapsed());
-        if event::poll(wait)? {
-            // Anything else (a resize) only redraws.
-            if let Event::Key(key) = event::read()? {
-                if key.kind != KeyEventKind::Press {
-                    continue;
-                }
-                match on_key(model, key) {
+        draw(model)?;
+        loop {
+            if let Some(k) = key(KEY_POLL)? {
+                match on_key(model, k) {
                     Action::Quit => return Ok(()),
                     Action::NextPolicy => {
-                        model.status = match link.next_policy() {
-                            Ok(summary) => format!("switched: {summary}"),
-                            Err(why) => why,
-                        }
+                        model.status = "switching to the next policy...".into();
+                        asks.send(sampler::Command::NextPolicy)
+                            .map_err(|_| anyhow::anyhow!("the figures' reader has stopped"))?;
                     }
                     Action::Redraw => {}
                 }
+                break;
             }
-            continue;
-        }
-        last = Instant::now();
-        refresh(model, link, &mut looks);
-    }
-}
-
-/// The kernel's counters at one look.
-struct Looks {
-    /// Halfway through reading them (reading every thread takes a while).
-    at: Instant,
-    cpus: std::collections::HashMap<usize, (u64, u64)>,
-    threads: std::collections::HashMap<u32, model::ThreadSample>,
-}
-
-impl Looks {
-    fn take() -> Looks {
-        let started = Instant::now();
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let threads = model::scan_threads(Path::new("/proc"));
-        Looks {
-            at: started + started.elapsed() / 2,
-            cpus: model::cpu_times(&stat),
-            threads,
-        }
-    }
-}
-
-/// One period's figures into the model: what the kernel counted between
-/// the last look and this one, and the scheduler's figures.
-fn refresh(model: &mut Model, link: &mut dyn SchedulerLink, before: &mut Looks) {
-    let now = Looks::take();
-    let period = now.at.saturating_duration_since(before.at);
-    model.tasks = model::task_rows(&before.threads, &now.threads, period.as_nanos() as u64);
-    match link.period() {
-        Ok(p) => {
-            model.record(p.last_cpu_share, p.mean_wait_us, p.moves);
-            model.gangs = p.gangs;
-            model.scheduler = Scheduler::Running {
-                policy: p.policy,
-                generation: p.generation,
-                last_cpu_share: p.last_cpu_share,
-                mean_wait_us: p.mean_wait_us,
-            };
-            // The busiest threads' classes and this period's wait p99, as
-            // the scheduler counted them.
-            model
-                .tasks
-                .sort_by(|a, b| b.busy.total_cmp(&a.busy).then(a.tid.cmp(&b.tid)));
-            let tids: Vec<u32> = model
-                .tasks
-                .iter()
-                .take(THREADS_ASKED)
-                .map(|t| t.tid)
-                .collect();
-            let mut views = link.threads(&tids);
-            let mut histograms = HashMap::new();
-            for task in &mut model.tasks {
-                let Some(view) = views.remove(&task.tid) else {
-                    continue;
-                };
-                task.class = view.class;
-                if let Some(before) = model.wait_histograms.get(&task.tid) {
-                    let grown = model::histogram_growth(&view.waits, before);
-                    task.wait_p99_us = sky_stats::wait_percentile_us(&grown, 99.0);
+            match updates.try_recv() {
+                Ok(sampler::Update::Period(g)) => sampler::apply(model, *g),
+                Ok(sampler::Update::Switched(outcome)) => {
+                    model.status = match outcome {
+                        Ok(summary) => format!("switched: {summary}"),
+                        Err(why) => why,
+                    }
                 }
-                histograms.insert(task.tid, view.waits);
+                Err(TryRecvError::Empty) => continue,
+                Err(TryRecvError::Disconnected) => bail!("the figures' reader has stopped"),
             }
-            model.wait_histograms = histograms;
+            break;
         }
-        Err(why) => model.scheduler = Scheduler::Absent(why),
     }
-    model.sort_tasks();
-    model::fill_cpus(&mut model.topo, &before.cpus, &now.cpus, &model.tasks);
-    *before = now;
 }
 
 #[cfg(test)]

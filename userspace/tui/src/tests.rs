@@ -1,5 +1,5 @@
 use super::*;
-use model::{CpuView, GangFigures, SortKey, TaskRow, ThreadSample};
+use model::{CpuView, GangFigures, Scheduler, SortKey, TaskRow, ThreadSample};
 use sky_proc::SchedStat;
 use sky_topology::{Cpu, LlcDomain, Topology};
 use std::collections::HashMap;
@@ -325,4 +325,94 @@ fn a_periods_wait_p99_comes_from_the_histograms_growth() {
     m.scheduler = Scheduler::Absent("no scx_sky is running".into());
     let s = screen(&m, 80, 24);
     assert!(s.contains("wait_us") && s.contains(" 900 "), "{s}");
+}
+
+/// A scheduler that answers nothing for a minute, and says when it is
+/// asked.
+struct Stuck(mpsc::Sender<()>);
+
+impl SchedulerLink for Stuck {
+    fn period(&mut self) -> Result<PeriodStats, String> {
+        let _ = self.0.send(());
+        std::thread::sleep(Duration::from_secs(60));
+        Err("too late".into())
+    }
+    fn next_policy(&mut self) -> Result<String, String> {
+        self.period().map(|p| p.policy)
+    }
+    fn threads(&mut self, _: &[u32]) -> HashMap<u32, model::ThreadView> {
+        HashMap::new()
+    }
+}
+
+/// The screen's loop with keys from `keys` (None: nothing pressed in the
+/// wait) and the sampler reading `link` on its own thread.
+fn drive(
+    link: Box<dyn SchedulerLink + Send>,
+    m: &mut Model,
+    draw: &mut dyn FnMut(&Model) -> anyhow::Result<()>,
+    keys: &mut dyn FnMut(Duration) -> anyhow::Result<Option<KeyEvent>>,
+) -> anyhow::Result<()> {
+    let (asks, asked) = mpsc::channel();
+    let (updated, updates) = mpsc::channel();
+    std::thread::spawn(move || sampler::sample(link, asked, updated));
+    event_loop(m, draw, keys, &asks, &updates)
+}
+
+#[test]
+fn keys_are_acted_on_at_once_while_the_scheduler_takes_its_time() {
+    let (asked, inside) = mpsc::channel();
+    let stuck = Box::new(Stuck(asked));
+    let mut m = model();
+    let mut pressed = vec![KeyCode::Char('q'), KeyCode::Char('p')];
+    let mut started = None;
+    drive(stuck, &mut m, &mut |_| Ok(()), &mut |_| {
+        // The first key once the sampler is inside a reading.
+        if started.is_none() {
+            inside.recv_timeout(Duration::from_secs(30)).unwrap();
+            started = Some(std::time::Instant::now());
+        }
+        Ok(pressed.pop().map(|c| KeyEvent::new(c, KeyModifiers::NONE)))
+    })
+    .unwrap();
+    let took = started.unwrap().elapsed();
+    assert!(took < Duration::from_secs(5), "q took {took:?}");
+    assert!(m.status.contains("switching"), "{}", m.status);
+}
+
+#[test]
+fn the_samplers_figures_reach_the_screen() {
+    let stats = PeriodStats {
+        policy: "vtime".into(),
+        generation: 7,
+        last_cpu_share: Some(0.5),
+        mean_wait_us: Some(10.0),
+        moves: 1,
+        gangs: GangFigures::default(),
+    };
+    let link = Box::new(Scripted(vec![Ok(stats)], 0));
+    let mut m = model();
+    let shown = std::cell::Cell::new(false);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    drive(
+        link,
+        &mut m,
+        &mut |m| {
+            shown.set(render_text(m, 80, 24).contains("policy vtime (generation 7)"));
+            Ok(())
+        },
+        &mut |wait| {
+            assert!(std::time::Instant::now() < deadline, "no figures came");
+            if shown.get() {
+                return Ok(Some(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)));
+            }
+            std::thread::sleep(wait);
+            Ok(None)
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        m.scheduler,
+        Scheduler::Running { generation: 7, .. }
+    ));
 }
