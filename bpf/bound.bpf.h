@@ -289,9 +289,7 @@ __noinline u64 sky_grace_scan(s32 owner, u32 llc, u64 now)
 	bpf_rcu_read_lock();
 	bpf_iter_scx_dsq_new(&it, dsq, 0);
 	bpf_for(n, 0, SKY_WALK_MAX) {
-		if (n >= sky_cfg.walk_depth)
-			break;
-		p = bpf_iter_scx_dsq_next(&it);
+		p = sky_walk_next(&it, n);
 		if (!p)
 			break;
 		tctx = sky_task_of(p);

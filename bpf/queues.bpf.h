@@ -207,9 +207,7 @@ __noinline u64 sky_queue_steal_from(u64 dsq, s32 owner, s32 cpu, u64 now)
 
 	bpf_iter_scx_dsq_new(&it, dsq, 0);
 	bpf_for(n, 0, SKY_WALK_MAX) {
-		if (n >= sky_cfg.walk_depth)
-			break;
-		p = bpf_iter_scx_dsq_next(&it);
+		p = sky_walk_next(&it, n);
 		if (!p)
 			break;
 		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))

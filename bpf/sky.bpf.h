@@ -174,4 +174,16 @@ static __always_inline struct task_struct *sky_peek(u64 dsq)
 	return __COMPAT_scx_bpf_dsq_peek(dsq);
 }
 
+/*
+ * Step @n of a walk over a queue: its next task, or NULL past the queue's
+ * end or the policy's walk_depth (the loop itself is bounded by
+ * SKY_WALK_MAX for the verifier).
+ */
+static __always_inline struct task_struct *sky_walk_next(struct bpf_iter_scx_dsq *it, u32 n)
+{
+	if (n >= sky_cfg.walk_depth)
+		return NULL;
+	return bpf_iter_scx_dsq_next(it);
+}
+
 #endif /* __SKY_BPF_H */

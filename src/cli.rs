@@ -254,6 +254,12 @@ pub struct RunOpts {
     /// Log libbpf and verifier output.
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Log what each BPF program cost the verifier as it loaded
+    /// (instructions processed, total and peak states: veristat's
+    /// figures), to compare builds and kernels.
+    #[arg(long)]
+    pub verifier_stats: bool,
 }
 
 /// Seconds given on the command line, checked: clap parses the number but

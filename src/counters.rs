@@ -3,6 +3,7 @@
 
 use crate::bpf::skel::types::sky_task;
 use crate::bpf::{intf, STAT_INFO};
+use crate::map_values;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use sky_stats::scx_stats::serde_json::Value;
@@ -24,11 +25,9 @@ pub fn thread_waits(tasks: &impl MapCore, tid: u32) -> Vec<(usize, u64)> {
     let Ok(Some(value)) = tasks.lookup(&key, MapFlags::ANY) else {
         return Vec::new();
     };
-    if value.len() < std::mem::size_of::<sky_task>() {
+    let Some(task) = map_values::read::<sky_task>(&value) else {
         return Vec::new();
-    }
-    // SAFETY: the value is a sky_task (plain integers), size checked.
-    let task: sky_task = unsafe { std::ptr::read_unaligned(value.as_ptr().cast()) };
+    };
     task.waits
         .counts
         .iter()

@@ -9,8 +9,10 @@ mod control_thread;
 mod counters;
 mod feeds;
 mod live_policy;
+mod map_values;
 mod pmu_cpus;
 mod scheduler;
+mod verifier_cost;
 mod wakeup;
 
 use anyhow::Result;

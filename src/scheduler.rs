@@ -9,6 +9,7 @@ use crate::feeds::gang_maps::GangFeed;
 use crate::feeds::Feeds;
 use crate::live_policy::{LivePolicy, Switcher};
 use crate::pmu_cpus::PmuCpus;
+use crate::verifier_cost;
 use crate::wakeup::Wakeup;
 use anyhow::{bail, Context, Result};
 use libbpf_rs::OpenObject;
@@ -150,7 +151,23 @@ impl<'a> Scheduler<'a> {
         }
 
         // Verify and load, then attach: from here on tasks are ours.
-        let mut skel = scx_ops_load!(skel, sky_ops, uei)?;
+        if opts.verifier_stats {
+            verifier_cost::start(&mut skel);
+        }
+        let loaded_skel = scx_ops_load!(skel, sky_ops, uei);
+        if opts.verifier_stats {
+            let costs = verifier_cost::finish();
+            if costs.is_empty() {
+                warn!("--verifier-stats: the verifier's statistics were not in libbpf's log");
+            }
+            for c in costs {
+                info!(
+                    "verifier: program={} processed={} total_states={} peak_states={}",
+                    c.program, c.processed, c.total_states, c.peak_states
+                );
+            }
+        }
+        let mut skel = loaded_skel?;
         let pmu = pmu.map(|open| {
             let link = attach_pmu(&mut skel, &open)
                 .inspect_err(|e| warn!("PMU counts are not charged to tasks: {e:#}"))

@@ -4,8 +4,10 @@
 //! tasks gone removed.
 
 use crate::bpf::intf;
+use crate::feeds::gang_maps::TaskFacts;
 use crate::feeds::map_room::MapRoom;
 use crate::feeds::task_list::Listing;
+use crate::map_values;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
@@ -24,8 +26,7 @@ pub fn open_pmu(source: PmuSource, topo: &sky_topology::Topology) -> Option<Open
     if source == PmuSource::Off {
         return None;
     }
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let table = pmu::event_table(&pmu::CpuModel::parse(&cpuinfo), source);
+    let table = pmu::event_table(&pmu::CpuModel::of_host(), source);
     let cpus: Vec<usize> = topo.online_cpus().map(|c| c.id).collect();
     match pmu::open(&cpus, &table) {
         Ok((open, notes)) => {
@@ -72,7 +73,7 @@ struct PmuClasses {
     /// gangs' CPI test).
     period: HashMap<u32, (u64, u64)>,
     /// Which counter slots are counted.
-    open: [bool; 5],
+    open: [bool; Counter::COUNT],
     record: Option<Recorder>,
 }
 
@@ -276,9 +277,20 @@ impl ClassFeed {
         }
     }
 
-    /// The class of a listed task: the daemon's from its last refresh,
-    /// else what the hints say of it now (a task newer than that refresh).
-    pub fn class_of_task(&self, task: &live::LiveTask) -> Option<Class> {
+    /// The classes as this refresh left them, for the run loop.
+    pub fn view(&self) -> ClassesView {
+        ClassesView {
+            table: self.table.clone(),
+            hints: self.hints.clone(),
+        }
+    }
+}
+
+/// What the gang feed asks of the classes.
+impl TaskFacts for ClassFeed {
+    /// The daemon's class from its last refresh, else what the hints say
+    /// of the task now (one newer than that refresh).
+    fn class_of(&self, task: &live::LiveTask) -> Option<Class> {
         self.table.get(task.tid).or_else(|| {
             self.hints.class_for(&TaskId {
                 pid: task.tid,
@@ -288,18 +300,8 @@ impl ClassFeed {
         })
     }
 
-    /// Thread `tid`'s cycles and instructions in the last period, where
-    /// the PMU counts them.
-    pub fn period_counts(&self, tid: u32) -> Option<(u64, u64)> {
+    fn period_counts(&self, tid: u32) -> Option<(u64, u64)> {
         self.pmu.as_ref()?.period.get(&tid).copied()
-    }
-
-    /// The classes as this refresh left them, for the run loop.
-    pub fn view(&self) -> ClassesView {
-        ClassesView {
-            table: self.table.clone(),
-            hints: self.hints.clone(),
-        }
     }
 }
 
@@ -318,10 +320,10 @@ impl ClassesView {
         if let Some(class) = self.table.get(tid) {
             return Some(class);
         }
-        let comm = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
+        let comm = sky_proc::comm(tid)?;
         let id = TaskId {
             pid: tid,
-            comm: comm.trim_end(),
+            comm: &comm,
             cgroup: "",
         };
         self.hints.class_for(&id).filter(|c| *c != Class::Unknown)
@@ -417,10 +419,10 @@ impl PmuClasses {
                 self.classifier.forget(&tid);
                 continue;
             };
-            let Some((start_time, sums)) = parse_task_counts(&value) else {
+            let Some(c) = map_values::read::<intf::sky_task_counts>(&value) else {
                 continue;
             };
-            let counters = self.deltas.take(tid, start_time, sums, self.open);
+            let counters = self.deltas.take(tid, c.start_time, c.count, self.open);
             self.period
                 .insert(tid, (counters.cycles, counters.instructions));
             if counters.instructions > 0 {
@@ -467,21 +469,6 @@ impl PmuClasses {
             self.record = None;
         }
     }
-}
-
-/// A `struct sky_task_counts` value: start time, then one sum per slot.
-fn parse_task_counts(value: &[u8]) -> Option<(u64, [u64; 5])> {
-    let word = |i: usize| {
-        value
-            .get(i * 8..i * 8 + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_ne_bytes)
-    };
-    let mut sums = [0; 5];
-    for (slot, sum) in sums.iter_mut().enumerate() {
-        *sum = word(slot + 1)?;
-    }
-    Some((word(0)?, sums))
 }
 
 #[cfg(test)]
@@ -577,7 +564,7 @@ pub(crate) mod tests {
             classifier: Classifier::new(Policy::load("sky1").unwrap().classify).unwrap(),
             deltas: Deltas::default(),
             period: HashMap::new(),
-            open: [true; 5],
+            open: [true; Counter::COUNT],
             record: None,
         }
     }
@@ -716,10 +703,11 @@ pub(crate) mod tests {
             Counter::ALL.len(),
             intf::sky_pmu_counter_SKY_NR_PMU as usize
         );
-        assert_eq!(std::mem::size_of::<intf::sky_task_counts>(), 48);
+        // The start time, then one sum per counter, in Counter's order.
         let bytes: Vec<u8> = (1..=6u64).flat_map(|v| v.to_ne_bytes()).collect();
-        assert_eq!(parse_task_counts(&bytes), Some((1, [2, 3, 4, 5, 6])));
-        assert_eq!(parse_task_counts(&bytes[..40]), None);
+        let c: intf::sky_task_counts = map_values::read(&bytes).unwrap();
+        assert_eq!((c.start_time, c.count), (1, [2, 3, 4, 5, 6]));
+        assert!(map_values::read::<intf::sky_task_counts>(&bytes[..40]).is_none());
     }
 
     /// A shared space whose live members are `pids`, `pm_writers` of

@@ -34,7 +34,7 @@ pub mod task_list;
 use crate::bpf::skel::BpfSkel;
 use crate::bss::BssMapping;
 use crate::feeds::class_map::{ClassFeed, ClassesView};
-use crate::feeds::gang_maps::{members_of, GangFeed, GangsView};
+use crate::feeds::gang_maps::{members_of, GangFeed, GangMaps, GangsView};
 use crate::feeds::task_list::{Listing, TaskLister};
 use anyhow::{Context, Result};
 use libbpf_rs::MapHandle;
@@ -421,15 +421,12 @@ impl Worker {
     fn regang(&mut self, spaces: &[SpaceHints]) {
         self.members = members_of(spaces);
         let (maps, classes) = (&mut self.maps, &self.classes);
-        self.gangs.refresh(
-            &maps.gang_homes,
-            &maps.proc_gang,
-            Some(maps.bss.bss()),
-            &self.listing,
-            spaces,
-            |task| classes.class_of_task(task),
-            |tid| classes.period_counts(tid),
-        );
+        let bpf = GangMaps {
+            homes: &maps.gang_homes,
+            proc_gang: &maps.proc_gang,
+            bss: Some(maps.bss.bss()),
+        };
+        self.gangs.refresh(bpf, &self.listing, spaces, classes);
     }
 
     /// The shared spaces now: the registry as inotify last showed it,

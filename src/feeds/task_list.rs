@@ -5,7 +5,8 @@
 
 use crate::bpf::intf::sky_task_row;
 use crate::bpf::skel::BpfSkel;
-use anyhow::{ensure, Context, Result};
+use crate::map_values;
+use anyhow::{Context, Result};
 use libbpf_rs::{Iter, Link};
 use log::warn;
 use sky_classify::live::{scan_processes, scan_tasks, LiveTask};
@@ -115,17 +116,11 @@ fn read_rows(link: &Link) -> Result<Vec<LiveTask>> {
 
 /// The rows the iterator wrote, back to back.
 fn parse_rows(bytes: &[u8]) -> Result<Vec<LiveTask>> {
-    ensure!(
-        bytes.len().is_multiple_of(ROW),
-        "{} bytes are not whole rows of {ROW}",
-        bytes.len()
-    );
-    Ok(bytes
-        .chunks_exact(ROW)
-        .map(|chunk| {
-            // SAFETY: a chunk is ROW bytes of the plain-data struct BPF
-            // wrote; read unaligned, as a Vec<u8> gives no alignment.
-            let row: sky_task_row = unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast()) };
+    let rows: Vec<sky_task_row> = map_values::read_all(bytes)
+        .with_context(|| format!("{} bytes are not whole rows of {ROW}", bytes.len()))?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
             let name: Vec<u8> = row
                 .comm
                 .iter()
@@ -159,9 +154,7 @@ mod tests {
         for (d, s) in r.comm.iter_mut().zip(comm) {
             *d = *s as _;
         }
-        // SAFETY: sky_task_row is plain data of ROW bytes.
-        unsafe { std::slice::from_raw_parts((&r as *const sky_task_row).cast::<u8>(), ROW) }
-            .to_vec()
+        map_values::bytes(&r).to_vec()
     }
 
     #[test]

@@ -109,7 +109,7 @@ grep -q 'no scx_sky statistics' /tmp/top-nobody.txt && echo "check top_nobody_to
 # scx_sky top in a terminal, driven by its keys: `p` switches to the
 # next preset (sky1 -> sky1-strict), the screen shows it, `q` quits and
 # leaves the terminal as it found it.
-sky-work tui-drive --keys 'wait:policy sky1 (generation;key:p;wait:policy sky1-strict (generation;screen;key:q' \
+sky-tui-drive --keys 'wait:policy sky1 (generation;key:p;wait:policy sky1-strict (generation;screen;key:q' \
 	-- scx_sky top >/tmp/drive.out 2>&1
 echo "check drive_exit=$?"
 sed -n 's/^screen| //p' /tmp/drive.out | head -24

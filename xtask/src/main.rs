@@ -345,6 +345,8 @@ fn build() -> Result<()> {
         "-p",
         "sky-workloads",
         "-p",
+        "sky-tui-drive",
+        "-p",
         "sky-pvas",
     ]))
 }
@@ -406,6 +408,8 @@ fn test() -> Result<()> {
         "overload",
         "--test",
         "eval",
+        "--test",
+        "verifier",
         "--",
         "--ignored",
         "--test-threads=1",

@@ -174,10 +174,16 @@ impl std::error::Error for GuestDidNotBoot {}
 
 /// The binaries every guest gets.
 pub fn project_binaries() -> Result<Vec<PathBuf>> {
-    ["scx_sky", "sky-work", "sky-pvas-bench", "sky-pvas-peer"]
-        .iter()
-        .map(|b| release_bin(b))
-        .collect()
+    [
+        "scx_sky",
+        "sky-work",
+        "sky-tui-drive",
+        "sky-pvas-bench",
+        "sky-pvas-peer",
+    ]
+    .iter()
+    .map(|b| release_bin(b))
+    .collect()
 }
 
 /// What emulated persistent memory needs in the guest: the NFIT driver

@@ -3,8 +3,9 @@
 //! write only changes; a full map is said when it fills and when it has
 //! room again, and every refresh retries what did not fit.
 
-use super::{bpf_key, encode_home, monotonic_ns, GangFeed, NO_DOMAIN};
+use super::{bpf_key, monotonic_ns, GangFeed, NO_DOMAIN};
 use crate::bpf::intf;
+use crate::map_values;
 use libbpf_rs::{MapCore, MapFlags};
 use sky_gangs::planner::Plan;
 use sky_gangs::rules::{GangKey, Hint};
@@ -40,8 +41,13 @@ impl GangFeed {
             if in_bpf.get(key) == Some(&(*llc, true)) {
                 continue;
             }
-            let value = encode_home(*llc, true, since);
-            if let Err(e) = homes.update(&key.to_ne_bytes(), &value, MapFlags::ANY) {
+            let home = intf::sky_gang_home {
+                llc: *llc,
+                planned: 1,
+                since_ns: since,
+            };
+            let value = map_values::bytes(&home);
+            if let Err(e) = homes.update(&key.to_ne_bytes(), value, MapFlags::ANY) {
                 unwritten.push(format!("gang {key:#x}: {e}"));
             }
         }

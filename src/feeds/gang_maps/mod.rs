@@ -10,21 +10,22 @@ use crate::bpf::intf;
 use crate::bpf::skel::types::bss;
 use crate::feeds::map_room::MapRoom;
 use crate::feeds::task_list::Listing;
+use crate::map_values;
 use anyhow::Result;
 use libbpf_rs::{MapCore, MapFlags};
 use log::{info, warn};
 use sky_classify::live::LiveTask;
 use sky_classify::Class;
-use sky_gangs::detect::{self, Detector, ThreadPeriod};
-use sky_gangs::memory_bound::Verdict;
+use sky_gangs::detect::{Detector, ThreadPeriod};
+use sky_gangs::inputs::{self, Demand};
 use sky_gangs::planner::{
     self, Domain, DomainId, DomainState, GangId, Plan, Planner, Reason, Settings,
 };
 use sky_gangs::rules::{GangKey, GangRules, Hint, SpaceKey};
-use sky_gangs::table::{GangEntry, GangIds, GangTable};
+use sky_gangs::table::{GangIds, GangTable};
 use sky_policy::Policy;
 use sky_pvas::hints::SpaceHints;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 mod maps;
@@ -38,29 +39,7 @@ const QUIET_PERIOD: Duration = Duration::from_secs(1);
 /// Spaces are watched this long after the last one went (jobs that make
 /// a new space for each run).
 const SPACE_WATCH_LINGER: Duration = Duration::from_secs(10);
-/// A gang's demand is the most threads it had runnable in this many
-/// periods (1 s): a gang whose threads take turns sleeping keeps its size.
-const DEMAND_WINDOW: usize = 10;
 const NO_DOMAIN: u32 = intf::sky_consts_SKY_LLC_UNKNOWN;
-
-/// `struct sky_gang_home` as bytes: llc, planned (u32 each), since_ns.
-const HOME_BYTES: usize = 16;
-const _: () = assert!(std::mem::size_of::<intf::sky_gang_home>() == HOME_BYTES);
-
-fn encode_home(llc: u32, planned: bool, since_ns: u64) -> [u8; HOME_BYTES] {
-    let mut b = [0u8; HOME_BYTES];
-    b[0..4].copy_from_slice(&llc.to_ne_bytes());
-    b[4..8].copy_from_slice(&u32::from(planned).to_ne_bytes());
-    b[8..16].copy_from_slice(&since_ns.to_ne_bytes());
-    b
-}
-
-/// (llc, planned) of a `sky_gang_home` value.
-fn decode_home(b: &[u8]) -> Option<(u32, bool)> {
-    let llc = u32::from_ne_bytes(b.get(0..4)?.try_into().ok()?);
-    let planned = u32::from_ne_bytes(b.get(4..8)?.try_into().ok()?);
-    Some((llc, planned != 0))
-}
 
 /// A gang's key in BPF's maps (see SKY_GANG_SHARED_BASE in bpf/intf.h).
 fn bpf_key(key: &GangKey, id: GangId) -> u64 {
@@ -156,6 +135,23 @@ impl GangsView {
     }
 }
 
+/// BPF's side of the gangs: the maps a refresh reads and writes, and the
+/// globals it follows (hotplug) and publishes to (counts for BPF's
+/// provisional homes).
+pub struct GangMaps<'a, M: MapCore> {
+    pub homes: &'a M,
+    pub proc_gang: &'a M,
+    pub bss: Option<&'a mut bss>,
+}
+
+/// What the classifier knows of a task this period.
+pub trait TaskFacts {
+    /// Its class (the daemon's, or its hints').
+    fn class_of(&self, task: &LiveTask) -> Option<Class>;
+    /// Its (cycles, instructions) this period, where the PMU counts.
+    fn period_counts(&self, tid: u32) -> Option<(u64, u64)>;
+}
+
 pub struct GangFeed {
     /// `--gang`: tried before the policy's `[[gang_rule]]`.
     command_line: Vec<String>,
@@ -168,8 +164,8 @@ pub struct GangFeed {
     planner: Planner,
     started: Instant,
     refreshed_at: Option<Instant>,
-    /// Runnable threads per period, newest last, per gang.
-    demand: HashMap<GangId, VecDeque<u32>>,
+    /// Each memory-bound gang's runnable threads over the last periods.
+    demand: Demand,
     /// The processes BPF knows in a gang of several, as written.
     proc_written: HashMap<u32, u64>,
     /// sky_proc_gang and sky_gang_homes: full at the last write?
@@ -247,7 +243,7 @@ impl GangFeed {
             planner: Planner::new(domains, Settings::default()),
             started: Instant::now(),
             refreshed_at: None,
-            demand: HashMap::new(),
+            demand: Demand::default(),
             proc_written: HashMap::new(),
             proc_room: MapRoom::default(),
             homes_room: MapRoom::default(),
@@ -346,119 +342,35 @@ impl GangFeed {
     }
 
     /// One refresh: group `tasks`, judge, plan, and hand BPF the result.
-    /// `class_of`: a task's class (the daemon's, or its hints').
-    #[allow(clippy::too_many_arguments)]
-    pub fn refresh(
+    pub fn refresh<M: MapCore>(
         &mut self,
-        homes: &impl MapCore,
-        proc_gang: &impl MapCore,
-        bss: Option<&mut bss>,
+        maps: GangMaps<'_, M>,
         tasks: &[LiveTask],
         spaces: &[SpaceHints],
-        class_of: impl Fn(&LiveTask) -> Option<Class>,
-        period_counts: impl Fn(u32) -> Option<(u64, u64)>,
+        facts: &impl TaskFacts,
     ) {
         let elapsed = self.refreshed_at.map(|t| t.elapsed());
         self.refreshed_at = Some(Instant::now());
         let now = self.started.elapsed();
-        if let Some(bss) = &bss {
+        if let Some(bss) = &maps.bss {
             self.follow_hotplug(bss);
         }
-        let dropped = bss.as_ref().map(|b| b.sky_proc_gang_dropped);
+        let dropped = maps.bss.as_ref().map(|b| b.sky_proc_gang_dropped);
         self.warn_dangling(tasks, spaces);
 
-        let mut members: BTreeMap<u32, Vec<SpaceKey>> = BTreeMap::new();
-        for space in spaces {
-            for pid in &space.pids {
-                members.entry(*pid).or_default().push(space_key(space));
-            }
-        }
-        self.spaces_seen = members_signature(spaces);
-        if !spaces.is_empty() {
-            self.spaces_last_seen = Some(Instant::now());
-        }
-        let table = GangTable::build(tasks, &self.rules, &members, &mut self.ids);
+        let table = self.group(tasks, spaces);
         let by_tid: HashMap<u32, &LiveTask> = tasks.iter().map(|t| (t.tid, t)).collect();
-        let class_of_tid = |tid: u32| by_tid.get(&tid).and_then(|t| class_of(t));
-        let flagged: std::collections::HashSet<SpaceKey> = spaces
-            .iter()
-            .filter(|s| s.memory_bound)
-            .map(space_key)
-            .collect();
         let mut threads_now = ThreadsNow::default();
-        self.sample_cpi(&table, &by_tid, &period_counts, &mut threads_now);
-        let judged: BTreeMap<GangId, (bool, String)> = table
-            .gangs
-            .iter()
-            .map(|(key, e)| {
-                let cpi = self.detector.verdict(e.id);
-                let space_says = matches!(key, GangKey::Space(s) if flagged.contains(s));
-                (e.id, memory_bound(e, space_says, &class_of_tid, cpi))
-            })
-            .collect();
-        self.demand.retain(|g, _| judged.contains_key(g));
-        let mut gangs = Vec::new();
-        for e in table.gangs.values() {
-            let mb = judged[&e.id].0;
-            let mut demand = 0;
-            if mb {
-                let window = self.demand.entry(e.id).or_default();
-                let now_runnable = e
-                    .tids
-                    .iter()
-                    .filter(|tid| {
-                        by_tid
-                            .get(tid)
-                            .and_then(|t| threads_now.of(t))
-                            .is_some_and(|(running, _)| running)
-                    })
-                    .count() as u32;
-                window.push_back(now_runnable);
-                if window.len() > DEMAND_WINDOW {
-                    window.pop_front();
-                }
-                demand = window.iter().copied().max().unwrap_or(0).max(1);
-            }
-            gangs.push(planner::Gang {
-                id: e.id,
-                threads: demand,
-                memory_bound: mb,
-            });
-        }
-
-        // A gang the planner has not placed yet (new, or just formed from
-        // processes that joined a space) keeps the home its threads are
-        // in: the one BPF or an earlier plan gave the process holding the
-        // most of its threads. BPF chose it at their first placement, and
-        // moving them costs a cache refill.
-        let in_bpf = read_homes(homes);
-        for e in table.gangs.values() {
-            if !judged[&e.id].0 || self.planner.home(e.id).is_some() {
-                continue;
-            }
-            let mut threads_in: BTreeMap<u32, usize> = BTreeMap::new();
-            for tid in &e.tids {
-                if let Some(t) = by_tid.get(tid) {
-                    *threads_in.entry(t.pid).or_default() += 1;
-                }
-            }
-            let home = threads_in
-                .iter()
-                .filter_map(|(pid, n)| match in_bpf.get(&u64::from(*pid)) {
-                    Some(&(llc, _)) if llc != NO_DOMAIN => Some((*n, std::cmp::Reverse(*pid), llc)),
-                    _ => None,
-                })
-                .max()
-                .map(|(_, _, llc)| llc);
-            if let Some(llc) = home {
-                self.planner.adopt(e.id, DomainId(llc), now);
-            }
-        }
+        self.sample_cpi(&table, &by_tid, facts, &mut threads_now);
+        let judged = self.judge(&table, spaces, &by_tid, facts);
+        let gangs = self.demands(&table, &judged, &by_tid, &mut threads_now);
+        let in_bpf = read_homes(maps.homes);
+        self.adopt_homes(&table, &judged, &by_tid, &in_bpf, now);
         let plan = self.planner.plan(&gangs, now);
         log_changes(&table, &plan);
-        self.write_homes(homes, &table, &plan, &in_bpf);
-        self.write_proc_gangs(proc_gang, &table, dropped);
-        if let Some(bss) = bss {
+        self.write_homes(maps.homes, &table, &plan, &in_bpf);
+        self.write_proc_gangs(maps.proc_gang, &table, dropped);
+        if let Some(bss) = maps.bss {
             publish_counts(bss, &plan, &table, &in_bpf, self.planner.domains().len());
         }
         self.quiet = self.rules.is_empty()
@@ -482,13 +394,120 @@ impl GangFeed {
         );
     }
 
+    /// `tasks` grouped by the rules, the spaces' members with their spaces.
+    fn group(&mut self, tasks: &[LiveTask], spaces: &[SpaceHints]) -> GangTable {
+        let mut members: BTreeMap<u32, Vec<SpaceKey>> = BTreeMap::new();
+        for space in spaces {
+            for pid in &space.pids {
+                members.entry(*pid).or_default().push(space_key(space));
+            }
+        }
+        self.spaces_seen = members_signature(spaces);
+        if !spaces.is_empty() {
+            self.spaces_last_seen = Some(Instant::now());
+        }
+        GangTable::build(tasks, &self.rules, &members, &mut self.ids)
+    }
+
+    /// Each gang's verdict (memory-bound?) and what gave it.
+    fn judge(
+        &self,
+        table: &GangTable,
+        spaces: &[SpaceHints],
+        by_tid: &HashMap<u32, &LiveTask>,
+        facts: &impl TaskFacts,
+    ) -> BTreeMap<GangId, (bool, String)> {
+        let flagged: HashSet<SpaceKey> = spaces
+            .iter()
+            .filter(|s| s.memory_bound)
+            .map(space_key)
+            .collect();
+        let thread_is_memory_bound = |tid: u32| {
+            by_tid
+                .get(&tid)
+                .and_then(|t| facts.class_of(t))
+                .is_some_and(|c| c == Class::MemoryBound)
+        };
+        table
+            .gangs
+            .iter()
+            .map(|(key, e)| {
+                let space_says = matches!(key, GangKey::Space(s) if flagged.contains(s));
+                let cpi = self.detector.verdict(e.id);
+                let verdict = inputs::judge(e, space_says, thread_is_memory_bound, cpi);
+                (e.id, verdict)
+            })
+            .collect()
+    }
+
+    /// The gangs as the planner takes them: memory-bound ones with their
+    /// demand (runnable threads, smoothed), the others with none.
+    fn demands(
+        &mut self,
+        table: &GangTable,
+        judged: &BTreeMap<GangId, (bool, String)>,
+        by_tid: &HashMap<u32, &LiveTask>,
+        threads_now: &mut ThreadsNow,
+    ) -> Vec<planner::Gang> {
+        self.demand.retain(|g| judged.contains_key(&g));
+        let mut gangs = Vec::new();
+        for e in table.gangs.values() {
+            let memory_bound = judged[&e.id].0;
+            let mut threads = 0;
+            if memory_bound {
+                let runnable = e
+                    .tids
+                    .iter()
+                    .filter_map(|tid| threads_now.of(by_tid.get(tid)?))
+                    .filter(|(running, _)| *running)
+                    .count() as u32;
+                threads = self.demand.record(e.id, runnable);
+            }
+            gangs.push(planner::Gang {
+                id: e.id,
+                threads,
+                memory_bound,
+            });
+        }
+        gangs
+    }
+
+    /// A memory-bound gang the planner has not placed yet (new, or just
+    /// formed from processes that joined a space) keeps the home its
+    /// threads already run in (`inputs::inherited_home`).
+    fn adopt_homes(
+        &mut self,
+        table: &GangTable,
+        judged: &BTreeMap<GangId, (bool, String)>,
+        by_tid: &HashMap<u32, &LiveTask>,
+        in_bpf: &BTreeMap<u64, (u32, bool)>,
+        now: Duration,
+    ) {
+        let home_of = |pid: u32| match in_bpf.get(&u64::from(pid)) {
+            Some(&(llc, _)) if llc != NO_DOMAIN => Some(DomainId(llc)),
+            _ => None,
+        };
+        for e in table.gangs.values() {
+            if !judged[&e.id].0 || self.planner.home(e.id).is_some() {
+                continue;
+            }
+            let mut threads_of_process: BTreeMap<u32, usize> = BTreeMap::new();
+            for t in e.tids.iter().filter_map(|tid| by_tid.get(tid)) {
+                *threads_of_process.entry(t.pid).or_default() += 1;
+            }
+            if let Some(home) = inputs::inherited_home(&threads_of_process, home_of) {
+                self.planner.adopt(e.id, home, now);
+            }
+        }
+    }
+
     /// One CPI sample per gang left to detection (hint `auto`) from its
     /// threads' counts this period and where they are now.
     fn sample_cpi(
         &mut self,
         table: &GangTable,
         by_tid: &HashMap<u32, &LiveTask>,
-        period_counts: &impl Fn(u32) -> Option<(u64, u64)>,
+        facts: &impl TaskFacts,
         threads_now: &mut ThreadsNow,
     ) {
         for e in table.gangs.values() {
@@ -499,7 +518,7 @@ impl GangFeed {
                 .tids
                 .iter()
                 .filter_map(|tid| {
-                    let (cycles, instructions) = period_counts(*tid)?;
+                    let (cycles, instructions) = facts.period_counts(*tid)?;
                     let task = by_tid.get(tid)?;
                     let domain = threads_now
                         .of(task)
@@ -514,7 +533,7 @@ impl GangFeed {
                 .collect();
             self.detector.observe(e.id, &threads);
         }
-        let alive: std::collections::HashSet<GangId> = table.gangs.values().map(|e| e.id).collect();
+        let alive: HashSet<GangId> = table.gangs.values().map(|e| e.id).collect();
         self.detector.retain(|g| alive.contains(&g));
     }
 
@@ -593,36 +612,6 @@ fn describe(key: &GangKey) -> String {
     }
 }
 
-/// Is a gang memory-bound, and by what: its rule's hint, else its shared
-/// space's flag (`space_says`: a member set it), else the class of any of
-/// its threads (hints or the PMU), else the CPI test's verdict.
-fn memory_bound(
-    e: &GangEntry,
-    space_says: bool,
-    class_of: &impl Fn(u32) -> Option<Class>,
-    cpi: Option<&Verdict>,
-) -> (bool, String) {
-    match e.hint {
-        Hint::MemoryBound => (true, "gang rule".into()),
-        Hint::NotMemoryBound => (false, "gang rule".into()),
-        Hint::Auto if space_says => (true, "a member of its space says so".into()),
-        Hint::Auto => match e
-            .tids
-            .iter()
-            .find(|&&t| class_of(t) == Some(Class::MemoryBound))
-        {
-            Some(t) => (true, format!("class of thread {t}")),
-            None => match cpi {
-                Some(v) => (v.is_memory_bound(), detect::describe(v)),
-                None => (
-                    false,
-                    "no thread classed memory-bound, no CPI samples".into(),
-                ),
-            },
-        },
-    }
-}
-
 /// Every entry of `sky_gang_homes`: key -> (llc, planned).
 fn read_homes(homes: &impl MapCore) -> BTreeMap<u64, (u32, bool)> {
     homes
@@ -630,7 +619,8 @@ fn read_homes(homes: &impl MapCore) -> BTreeMap<u64, (u32, bool)> {
         .filter_map(|k| {
             let key = u64::from_ne_bytes(k.as_slice().try_into().ok()?);
             let value = homes.lookup(&k, MapFlags::ANY).ok()??;
-            Some((key, decode_home(&value)?))
+            let home: intf::sky_gang_home = map_values::read(&value)?;
+            Some((key, (home.llc, home.planned != 0)))
         })
         .collect()
 }
@@ -736,26 +726,6 @@ fn view(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn home_values_have_the_layout_bpf_reads() {
-        let b = encode_home(3, true, 77);
-        assert_eq!(decode_home(&b), Some((3, true)));
-        assert_eq!(
-            decode_home(&encode_home(NO_DOMAIN, false, 0)),
-            Some((NO_DOMAIN, false))
-        );
-        assert_eq!(decode_home(&b[..6]), None);
-        // The C struct: llc at 0, planned at 4, since_ns at 8.
-        let c = intf::sky_gang_home {
-            llc: 3,
-            planned: 1,
-            since_ns: 77,
-        };
-        // SAFETY: a plain struct of integers, read as its bytes.
-        let raw: [u8; HOME_BYTES] = unsafe { std::mem::transmute(c) };
-        assert_eq!(raw, b);
-    }
 
     #[test]
     fn process_gangs_are_keyed_by_pid_others_above_the_shared_base() {

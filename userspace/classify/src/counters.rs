@@ -1,6 +1,7 @@
 //! Per-task counter deltas over one period, and the features classes are
 //! judged by.
 
+use crate::pmu::Counter;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -65,7 +66,7 @@ impl Counters {
 #[derive(Debug, Clone, Default)]
 pub struct Deltas {
     /// Thread ID -> (its start time, the sums at the last look).
-    last: HashMap<u32, (u64, [u64; 5])>,
+    last: HashMap<u32, (u64, [u64; Counter::COUNT])>,
 }
 
 impl Deltas {
@@ -74,10 +75,16 @@ impl Deltas {
     /// seen for the first time, or whose ID now belongs to a new thread
     /// (another start time), counted all of its sums; a sum that went
     /// backwards (BPF restarted it) counts from 0.
-    pub fn take(&mut self, tid: u32, start_time: u64, sums: [u64; 5], open: [bool; 5]) -> Counters {
+    pub fn take(
+        &mut self,
+        tid: u32,
+        start_time: u64,
+        sums: [u64; Counter::COUNT],
+        open: [bool; Counter::COUNT],
+    ) -> Counters {
         let before = match self.last.insert(tid, (start_time, sums)) {
             Some((start, before)) if start == start_time => before,
-            _ => [0; 5],
+            _ => [0; Counter::COUNT],
         };
         let d: Vec<u64> = sums
             .iter()

@@ -23,7 +23,10 @@ pub enum Counter {
 }
 
 impl Counter {
-    pub const ALL: [Counter; 5] = [
+    /// How many there are: a task's sums are one per counter.
+    pub const COUNT: usize = 5;
+
+    pub const ALL: [Counter; Counter::COUNT] = [
         Counter::Cycles,
         Counter::Instructions,
         Counter::LlcMisses,
@@ -109,34 +112,7 @@ const fn sw(config: u32) -> Event {
     }
 }
 
-/// The CPU as /proc/cpuinfo names it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CpuModel {
-    pub vendor: String,
-    pub family: u32,
-    pub model: u32,
-}
-
-impl CpuModel {
-    /// From /proc/cpuinfo text: the first CPU's vendor_id, cpu family and
-    /// model (missing fields stay empty or 0: the generic table applies).
-    pub fn parse(cpuinfo: &str) -> CpuModel {
-        let mut cpu = CpuModel::default();
-        for line in cpuinfo.lines().take_while(|l| !l.trim().is_empty()) {
-            let Some((key, value)) = line.split_once(':') else {
-                continue;
-            };
-            let value = value.trim();
-            match key.trim() {
-                "vendor_id" => cpu.vendor = value.to_string(),
-                "cpu family" => cpu.family = value.parse().unwrap_or(0),
-                "model" => cpu.model = value.parse().unwrap_or(0),
-                _ => {}
-            }
-        }
-        cpu
-    }
-}
+pub use sky_proc::CpuModel;
 
 /// The events to try for each slot, in slot order, best first. Generic
 /// hardware events are the kernel's own mapping for the CPU; the raw ones
@@ -148,7 +124,7 @@ impl CpuModel {
 ///   0x29, umask 0x02); stall cycles by the generic backend-stall event.
 ///
 /// Elsewhere the generic events only, stores not counted.
-pub fn event_table(cpu: &CpuModel, source: PmuSource) -> [Vec<Event>; 5] {
+pub fn event_table(cpu: &CpuModel, source: PmuSource) -> [Vec<Event>; Counter::COUNT] {
     if source == PmuSource::Software {
         return [
             vec![sw(sys::PERF_COUNT_SW_CPU_CLOCK)],
@@ -178,10 +154,10 @@ pub fn event_table(cpu: &CpuModel, source: PmuSource) -> [Vec<Event>; 5] {
 /// The counters open on every CPU: `fds[slot]` holds (cpu, fd) pairs.
 #[derive(Debug, Default)]
 pub struct OpenCounters {
-    pub fds: [Vec<(usize, OwnedFd)>; 5],
+    pub fds: [Vec<(usize, OwnedFd)>; Counter::COUNT],
     /// The event each open slot counts, to open it on a CPU that comes
     /// online later.
-    events: [Option<Event>; 5],
+    events: [Option<Event>; Counter::COUNT],
 }
 
 impl OpenCounters {
@@ -251,7 +227,10 @@ impl OpenCounters {
 /// `cpus`. Cycles and instructions are needed (an error says why they
 /// could not be opened); any other slot whose events all fail on some CPU
 /// is left out everywhere, and named in the returned notes.
-pub fn open(cpus: &[usize], table: &[Vec<Event>; 5]) -> Result<(OpenCounters, Vec<String>)> {
+pub fn open(
+    cpus: &[usize],
+    table: &[Vec<Event>; Counter::COUNT],
+) -> Result<(OpenCounters, Vec<String>)> {
     let mut open = OpenCounters::default();
     let mut notes = Vec::new();
     for counter in Counter::ALL {

@@ -10,6 +10,8 @@
 //!   samples under All share and under Partial share differ significantly.
 //! - [`detect`]: the test fed from the PMU: one CPI sample per gang per
 //!   period, filed by where its threads were.
+//! - [`inputs`]: what the planner is told of each gang: its verdict and by
+//!   what, its demand over a window, the home its threads already run in.
 //! - [`planner`]: a home LLC domain per memory-bound gang, domains kept
 //!   Empty or Clean while that is possible, with hysteresis.
 //! - [`table`]: the running tasks grouped by the rules, with stable IDs.
@@ -18,6 +20,7 @@
 //! home domains the daemon hands to BPF.
 
 pub mod detect;
+pub mod inputs;
 pub mod memory_bound;
 pub mod planner;
 pub mod rules;

@@ -1,10 +1,11 @@
 //! What scx_sky reads from /proc, parsed in one place: the daemon, the
 //! TUI, the shared spaces and the test loads all read a task's `stat`,
-//! `schedstat` and `sched`, the CPUs' times and the thread list through
-//! here. Hand-written rather than the procfs crate: these are five small
-//! formats, read on the daemon's hot path (a thread's stat per gang
-//! thread each refresh, every thread's name when the BPF task iterator is
-//! missing), and the crate parses every field of every file it opens.
+//! `schedstat`, `sched` and name, the CPUs' times and model and the
+//! thread list through here. Hand-written rather than the procfs crate:
+//! these are a few small formats, read on the daemon's hot path (a
+//! thread's stat per gang thread each refresh, every thread's name when
+//! the BPF task iterator is missing), and the crate parses every field of
+//! every file it opens.
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,47 @@ pub fn thread_group(tid: u32) -> Option<u32> {
         &std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?,
         "Tgid",
     )
+}
+
+/// Task `tid`'s name (`/proc/TID/comm`, which names threads as well as
+/// processes), or None if there is no such task.
+pub fn comm(tid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
+    Some(text.trim_end_matches('\n').to_string())
+}
+
+/// The CPU as /proc/cpuinfo names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuModel {
+    pub vendor: String,
+    pub family: u32,
+    pub model: u32,
+}
+
+impl CpuModel {
+    /// This machine's (the generic model when /proc/cpuinfo is unreadable).
+    pub fn of_host() -> CpuModel {
+        CpuModel::parse(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+    }
+
+    /// From /proc/cpuinfo text: the first CPU's vendor_id, cpu family and
+    /// model (missing fields stay empty or 0: the generic table applies).
+    pub fn parse(cpuinfo: &str) -> CpuModel {
+        let mut cpu = CpuModel::default();
+        for line in cpuinfo.lines().take_while(|l| !l.trim().is_empty()) {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim();
+            match key.trim() {
+                "vendor_id" => cpu.vendor = value.to_string(),
+                "cpu family" => cpu.family = value.parse().unwrap_or(0),
+                "model" => cpu.model = value.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+        cpu
+    }
 }
 
 /// The first number of a `/proc/.../status` text's `FIELD:` line.

@@ -18,7 +18,6 @@ pub mod sleepers;
 pub mod smt_pair;
 pub mod switch_latency;
 pub mod threads;
-pub mod tui_drive;
 pub mod wait_watch;
 
 /// Restricts the calling thread to `cpus`.

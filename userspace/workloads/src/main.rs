@@ -335,31 +335,6 @@ enum Command {
         #[arg(long, default_value = sky_control::SOCKET_DIR)]
         control_dir: std::path::PathBuf,
     },
-    /// Drive a full-screen terminal program on a pseudo-terminal: type a
-    /// script of keys, wait for text on its screen (read back through a
-    /// terminal emulator), then print a result line saying whether it
-    /// exited and left the terminal restored. Fails when a step fails,
-    /// with the screen on stderr. Example:
-    /// `tui-drive --keys 'wait:policy;key:p;wait:generation 3;key:q' -- scx_sky top`.
-    TuiDrive {
-        /// Terminal width, in columns.
-        #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
-        cols: u16,
-        /// Terminal height, in rows.
-        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u16).range(1..))]
-        rows: u16,
-        /// The script: `;`-separated steps, `wait:TEXT` (until TEXT is on
-        /// the screen), `key:C` (one character, or `esc` or `enter`),
-        /// `sleep:MS`, `screen` (print every row, prefixed `screen| `).
-        #[arg(long)]
-        keys: String,
-        /// Longest a `wait:` step may take, in seconds.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
-        step_timeout_secs: u64,
-        /// The program to drive and its arguments, after `--`.
-        #[arg(last = true, required = true)]
-        program: Vec<String>,
-    },
     /// Start N threads at once, each spinning briefly, and wait for all.
     Burst {
         #[arg(long, default_value_t = 10_000)]
@@ -671,19 +646,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::ControlAbuse { control_dir } => {
             println!("{}", sky_workloads::control::abuse(&control_dir))
         }
-        Command::TuiDrive {
-            cols,
-            rows,
-            keys,
-            step_timeout_secs,
-            program,
-        } => sky_workloads::tui_drive::run(
-            &program,
-            cols,
-            rows,
-            &keys,
-            Duration::from_secs(step_timeout_secs),
-        )?,
         Command::Burst { count, spin_us } => {
             let t = Instant::now();
             let ran = threads::burst(count, Duration::from_micros(spin_us))?;
@@ -760,40 +722,5 @@ mod tests {
             panic!("--pairs x accepted");
         };
         assert!(err.to_string().contains("--pairs"), "{err}");
-    }
-
-    #[test]
-    fn tui_drive_refuses_bad_arguments_naming_them() {
-        let cli = Cli::try_parse_from([
-            "sky-work",
-            "tui-drive",
-            "--keys",
-            "wait:x;frob:1",
-            "--",
-            "true",
-        ])
-        .expect("arguments parse");
-        let bad_step = format!("{:#}", run(cli).expect_err("bad script accepted"));
-        assert!(
-            bad_step.starts_with(r#"--keys: step 2 "frob:1""#),
-            "{bad_step}"
-        );
-        for args in [
-            &["tui-drive", "--keys", "key:q", "--cols", "0", "--", "true"][..],
-            &[
-                "tui-drive",
-                "--keys",
-                "key:q",
-                "--step-timeout-secs",
-                "0",
-                "--",
-                "true",
-            ],
-            &["tui-drive", "--keys", "key:q"],
-        ] {
-            let parsed =
-                Cli::try_parse_from(std::iter::once("sky-work").chain(args.iter().copied()));
-            assert!(parsed.is_err(), "{args:?} accepted");
-        }
     }
 }

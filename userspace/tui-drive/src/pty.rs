@@ -1,5 +1,5 @@
 //! A program on a pseudo-terminal, and its screen as a terminal emulator
-//! (vt100) shows it: what `sky-work tui-drive` types into and reads.
+//! (vt100) shows it: what `sky-tui-drive` types into and reads.
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;

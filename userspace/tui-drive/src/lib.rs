@@ -1,4 +1,4 @@
-//! `sky-work tui-drive`: runs a full-screen terminal program on a
+//! `sky-tui-drive`: runs a full-screen terminal program on a
 //! pseudo-terminal, types a script of keys into it and reads its screen
 //! back through a terminal emulator (vt100), so a VM test can check what a
 //! person would see of `scx_sky top` without a person, tmux or a display.
@@ -108,7 +108,7 @@ fn print_screen(out: &mut dyn Write, rows: &[String]) -> io::Result<()> {
     out.flush()
 }
 
-/// `sky-work tui-drive`: drives `program` with `keys` and prints the result
+/// `sky-tui-drive`: drives `program` with `keys` and prints the result
 /// line; fails when a step failed (the screen then goes to stderr).
 pub fn run(
     program: &[String],
@@ -139,5 +139,4 @@ pub fn run(
 }
 
 #[cfg(test)]
-#[path = "tui_drive_tests.rs"]
 mod tests;
