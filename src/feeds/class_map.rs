@@ -259,7 +259,7 @@ impl ClassFeed {
                 .as_ref()
                 .map_or(Class::Unknown, |p| p.classifier.class_of(&t.tid));
             let in_space = space_pm_writers.contains(&t.pid);
-            (t.tid, class_of(&self.hints, &id, in_space, measured))
+            (t.tid, self.hints.resolve(&id, in_space, measured))
         });
         let changes = self.table.update(classes.collect::<Vec<_>>());
         let mut unwritten = Vec::new();
@@ -339,17 +339,6 @@ impl ClassesView {
             .collect::<Vec<_>>()
             .join(" ")
     }
-}
-
-/// A task's class: the first hint rule that matches; else pm-writer if
-/// its process is a shared space's PM writer (`in_space_pm_writer`, the
-/// flag sky_pvas sets on persistent-queue writers); else what its counters
-/// say. Hints beat the PMU, the PMU beats unknown.
-fn class_of(hints: &Hints, task: &TaskId<'_>, in_space_pm_writer: bool, measured: Class) -> Class {
-    hints
-        .class_for(task)
-        .or(in_space_pm_writer.then_some(Class::PmWriter))
-        .unwrap_or(measured)
 }
 
 /// What [`PmuClasses::observe`] asks of the counts map: a subset of
@@ -664,21 +653,6 @@ pub(crate) mod tests {
             assert_eq!(class.bpf_value(), value, "{class}");
         }
         assert_eq!(Class::ALL.len(), intf::sky_class_SKY_NR_CLASSES as usize);
-    }
-
-    #[test]
-    fn hints_beat_shared_space_flags_which_beat_counters() {
-        let hints = Hints::new(&["cpu-*=compute".to_string()], &[]).unwrap();
-        let task = |comm| TaskId {
-            pid: 9,
-            comm,
-            cgroup: "",
-        };
-        let c = |comm, in_space, measured| class_of(&hints, &task(comm), in_space, measured);
-        assert_eq!(c("cpu-x", true, Class::MemoryBound), Class::Compute);
-        assert_eq!(c("queue", true, Class::Compute), Class::PmWriter);
-        assert_eq!(c("queue", false, Class::MemoryBound), Class::MemoryBound);
-        assert_eq!(c("queue", false, Class::Unknown), Class::Unknown);
     }
 
     #[test]

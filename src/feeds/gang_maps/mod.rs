@@ -381,17 +381,7 @@ impl GangFeed {
                 .gangs
                 .iter()
                 .all(|(key, e)| matches!(key, GangKey::Process(_)) && !judged[&e.id].0);
-        let detector = &self.detector;
-        self.view = view(
-            &table,
-            &gangs,
-            &judged,
-            |g| detector.verdict(g).is_some(),
-            &plan,
-            self.planner.domains(),
-            std::mem::take(&mut self.view.state_ms),
-            elapsed,
-        );
+        self.refresh_view(&table, &gangs, &judged, &plan, elapsed);
     }
 
     /// `tasks` grouped by the rules, the spaces' members with their spaces.
@@ -563,6 +553,72 @@ impl GangFeed {
         }
     }
 
+    /// What `scx_sky gangs` shows after this refresh; `elapsed` since the
+    /// last one is added to each planned domain state's time.
+    fn refresh_view(
+        &mut self,
+        table: &GangTable,
+        gangs: &[planner::Gang],
+        judged: &BTreeMap<GangId, (bool, String)>,
+        plan: &Plan,
+        elapsed: Option<Duration>,
+    ) {
+        let mut state_ms = std::mem::take(&mut self.view.state_ms);
+        let detector = &self.detector;
+        let cpi_sampled = |g: GangId| detector.verdict(g).is_some();
+        let domains = self.planner.domains();
+        if let Some(dt) = elapsed {
+            for state in plan.states.values() {
+                *state_ms.entry(state.to_string()).or_default() += dt.as_millis() as u64;
+            }
+        }
+        let demand: HashMap<GangId, u32> = gangs.iter().map(|g| (g.id, g.threads)).collect();
+        self.view = GangsView {
+            domains: domains
+                .iter()
+                .map(|d| DomainView {
+                    id: d.id.0,
+                    cpus: d.cpus,
+                    state: plan
+                        .states
+                        .get(&d.id)
+                        .copied()
+                        .unwrap_or(DomainState::Empty),
+                    gangs: plan
+                        .homes
+                        .iter()
+                        .filter(|(_, h)| **h == d.id)
+                        .map(|(g, _)| g.0)
+                        .collect(),
+                })
+                .collect(),
+            gangs: table
+                .gangs
+                .iter()
+                // A process of its own is shown when it matters: memory-bound,
+                // or under the CPI test (most processes are neither).
+                .filter(|(key, e)| {
+                    !matches!(key, GangKey::Process(_))
+                        || judged[&e.id].0
+                        || e.hint != Hint::Auto
+                        || cpi_sampled(e.id)
+                })
+                .map(|(key, e)| GangView {
+                    id: e.id.0,
+                    gang: describe(key),
+                    processes: e.processes.iter().copied().collect(),
+                    threads: e.tids.len(),
+                    demand: demand.get(&e.id).copied().unwrap_or(0),
+                    memory_bound: judged[&e.id].0,
+                    judged_by: judged[&e.id].1.clone(),
+                    home: plan.homes.get(&e.id).map(|d| d.0),
+                    why: plan.explain(e.id),
+                })
+                .collect(),
+            state_ms,
+        }
+    }
+
     /// A rule naming a cgroup or space that does not exist is a warning
     /// (once): it may come later.
     fn warn_dangling(&mut self, tasks: &[LiveTask], spaces: &[SpaceHints]) {
@@ -657,69 +713,6 @@ fn publish_counts(
         // SAFETY: an aligned s32 in the mapped .bss; BPF adds to it
         // atomically between plans and this store resets it to the truth.
         unsafe { std::ptr::write_volatile(&mut bss.sky_llc_gangs[i], *c) };
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn view(
-    table: &GangTable,
-    gangs: &[planner::Gang],
-    judged: &BTreeMap<GangId, (bool, String)>,
-    cpi_sampled: impl Fn(GangId) -> bool,
-    plan: &Plan,
-    domains: &[Domain],
-    mut state_ms: BTreeMap<String, u64>,
-    elapsed: Option<Duration>,
-) -> GangsView {
-    if let Some(dt) = elapsed {
-        for state in plan.states.values() {
-            *state_ms.entry(state.to_string()).or_default() += dt.as_millis() as u64;
-        }
-    }
-    let demand: HashMap<GangId, u32> = gangs.iter().map(|g| (g.id, g.threads)).collect();
-    GangsView {
-        domains: domains
-            .iter()
-            .map(|d| DomainView {
-                id: d.id.0,
-                cpus: d.cpus,
-                state: plan
-                    .states
-                    .get(&d.id)
-                    .copied()
-                    .unwrap_or(DomainState::Empty),
-                gangs: plan
-                    .homes
-                    .iter()
-                    .filter(|(_, h)| **h == d.id)
-                    .map(|(g, _)| g.0)
-                    .collect(),
-            })
-            .collect(),
-        gangs: table
-            .gangs
-            .iter()
-            // A process of its own is shown when it matters: memory-bound,
-            // or under the CPI test (most processes are neither).
-            .filter(|(key, e)| {
-                !matches!(key, GangKey::Process(_))
-                    || judged[&e.id].0
-                    || e.hint != Hint::Auto
-                    || cpi_sampled(e.id)
-            })
-            .map(|(key, e)| GangView {
-                id: e.id.0,
-                gang: describe(key),
-                processes: e.processes.iter().copied().collect(),
-                threads: e.tids.len(),
-                demand: demand.get(&e.id).copied().unwrap_or(0),
-                memory_bound: judged[&e.id].0,
-                judged_by: judged[&e.id].1.clone(),
-                home: plan.homes.get(&e.id).map(|d| d.0),
-                why: plan.explain(e.id),
-            })
-            .collect(),
-        state_ms,
     }
 }
 

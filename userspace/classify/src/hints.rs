@@ -172,9 +172,19 @@ impl Hints {
         self.rules.iter().find(|r| r.matches(task)).map(|r| r.class)
     }
 
-    /// A hint beats the PMU; the PMU beats unknown.
-    pub fn resolve(&self, task: &TaskId<'_>, from_counters: Class) -> Class {
-        self.class_for(task).unwrap_or(from_counters)
+    /// A task's class: the first hint rule that matches; else pm-writer if
+    /// its process is a shared space's PM writer (`in_space_pm_writer`, the
+    /// flag sky_pvas sets on persistent-queue writers); else what its
+    /// counters say. Hints beat the PMU, the PMU beats unknown.
+    pub fn resolve(
+        &self,
+        task: &TaskId<'_>,
+        in_space_pm_writer: bool,
+        from_counters: Class,
+    ) -> Class {
+        self.class_for(task)
+            .or(in_space_pm_writer.then_some(Class::PmWriter))
+            .unwrap_or(from_counters)
     }
 
     pub fn is_empty(&self) -> bool {

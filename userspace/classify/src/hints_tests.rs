@@ -38,15 +38,14 @@ fn rules_match_by_comm_cgroup_or_pid_in_order() {
         h.class_for(&task(1, "pmw", "/batch/x")),
         Some(Class::PmWriter)
     );
-    // A hint beats the counters; the counters beat unknown.
-    assert_eq!(
-        h.resolve(&task(1, "pmw", "/"), Class::Compute),
-        Class::PmWriter
-    );
-    assert_eq!(
-        h.resolve(&task(1, "sh", "/"), Class::Compute),
-        Class::Compute
-    );
+    // A hint beats a shared space's flag, which beats the counters; the
+    // counters beat unknown.
+    let c = |comm, in_space, measured| h.resolve(&task(1, comm, "/"), in_space, measured);
+    assert_eq!(c("pmw", false, Class::Compute), Class::PmWriter);
+    assert_eq!(c("cpu1", true, Class::MemoryBound), Class::Compute);
+    assert_eq!(c("sh", true, Class::Compute), Class::PmWriter);
+    assert_eq!(c("sh", false, Class::MemoryBound), Class::MemoryBound);
+    assert_eq!(c("sh", false, Class::Unknown), Class::Unknown);
     assert!(Hints::default().is_empty() && !h.is_empty());
 }
 
