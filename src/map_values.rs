@@ -1,7 +1,9 @@
 //! BPF map values as the C structs bpf/intf.h and the BPF headers declare
 //! them (the bindings build.rs generates), read and written whole through
-//! `plain`: no Rust code places a field's bytes by hand, so a field added
-//! or moved in C reaches every reader with the next build.
+//! `plain`: no Rust code places a field's bytes by hand, so a field moved
+//! in C reaches every reader with the next build, and a field added to a
+//! written struct stops the build at its size assertion below until the
+//! assertion (the no-padding proof) is brought up to date.
 
 use crate::bpf::intf::{sky_gang_home, sky_task_counts, sky_task_row};
 use crate::bpf::skel::types::sky_task;

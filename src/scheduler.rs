@@ -166,6 +166,9 @@ impl<'a> Scheduler<'a> {
                     c.program, c.processed, c.total_states, c.peak_states
                 );
             }
+            if loaded_skel.is_err() {
+                warn!("--verifier-stats leaves the verifier's trace out: run again without it to see why a program was refused");
+            }
         }
         let mut skel = loaded_skel?;
         let pmu = pmu.map(|open| {

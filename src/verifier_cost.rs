@@ -1,5 +1,5 @@
 //! `--verifier-stats`: what each BPF program costs the kernel's verifier
-//! as it loads — instructions, instructions processed, states — the
+//! as it loads — instructions processed, total and peak states — the
 //! figures veristat reports, taken from the verifier's own statistics
 //! (log level 4) through libbpf's log, on the machine and kernel at hand.
 //! A VM test holds them against a checked-in baseline, so a change that
@@ -11,7 +11,10 @@ use libbpf_rs::{PrintCallback, PrintLevel};
 use std::sync::Mutex;
 
 /// The verifier's statistics only (BPF_LOG_STATS): a few lines per
-/// program, whatever its size.
+/// program, whatever its size. A program the verifier refuses then comes
+/// with its error but not the instruction trace (libbpf retries with the
+/// trace only when no level was asked for): the scheduler says to run
+/// again without `--verifier-stats` for it.
 const LOG_STATS: u32 = 4;
 
 /// libbpf's log while the programs load.

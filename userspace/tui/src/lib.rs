@@ -150,8 +150,13 @@ pub fn render_text(model: &Model, width: u16, height: u16) -> String {
         .join("\n")
 }
 
-/// How long the screen waits for a key before looking for new figures.
+/// How long the screen waits for a key before looking for new figures
+/// (the price of answering keys at once: 20 looks a second, each a poll
+/// of the terminal and of a channel).
 pub const KEY_POLL: Duration = Duration::from_millis(50);
+
+/// How long `q` waits for a policy switch asked for just before it.
+pub const SWITCH_WAIT: Duration = Duration::from_secs(5);
 
 /// Draws the model, then acts on keys and the sampler's updates as they
 /// come, until a key quits. `key` waits at most its argument for one.
@@ -162,33 +167,60 @@ fn event_loop(
     asks: &Sender<sampler::Command>,
     updates: &Receiver<sampler::Update>,
 ) -> Result<()> {
+    let mut switching = false;
     loop {
         draw(model)?;
-        loop {
+        let mut changed = false;
+        while !changed {
             if let Some(k) = key(KEY_POLL)? {
                 match on_key(model, k) {
-                    Action::Quit => return Ok(()),
+                    Action::Quit => {
+                        // A switch asked for and then `q`: it is done (or
+                        // refused) before the screen goes, not left to
+                        // chance.
+                        if switching {
+                            wait_for_switch(updates);
+                        }
+                        return Ok(());
+                    }
                     Action::NextPolicy => {
                         model.status = "switching to the next policy...".into();
+                        switching = true;
                         asks.send(sampler::Command::NextPolicy)
                             .map_err(|_| anyhow::anyhow!("the figures' reader has stopped"))?;
                     }
                     Action::Redraw => {}
                 }
-                break;
+                changed = true;
             }
-            match updates.try_recv() {
-                Ok(sampler::Update::Period(g)) => sampler::apply(model, *g),
-                Ok(sampler::Update::Switched(outcome)) => {
-                    model.status = match outcome {
-                        Ok(summary) => format!("switched: {summary}"),
-                        Err(why) => why,
+            // Every update that came, however fast keys come.
+            loop {
+                match updates.try_recv() {
+                    Ok(sampler::Update::Period(g)) => sampler::apply(model, *g),
+                    Ok(sampler::Update::Switched(outcome)) => {
+                        switching = false;
+                        model.status = match outcome {
+                            Ok(summary) => format!("switched: {summary}"),
+                            Err(why) => why,
+                        }
                     }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => bail!("the figures' reader has stopped"),
                 }
-                Err(TryRecvError::Empty) => continue,
-                Err(TryRecvError::Disconnected) => bail!("the figures' reader has stopped"),
+                changed = true;
             }
-            break;
+        }
+    }
+}
+
+/// Waits at most [`SWITCH_WAIT`] for the sampler to say the switch asked
+/// for is done.
+fn wait_for_switch(updates: &Receiver<sampler::Update>) {
+    let deadline = std::time::Instant::now() + SWITCH_WAIT;
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match updates.recv_timeout(left) {
+            Ok(sampler::Update::Switched(_)) | Err(_) => return,
+            Ok(sampler::Update::Period(_)) => {}
         }
     }
 }

@@ -364,7 +364,7 @@ fn keys_are_acted_on_at_once_while_the_scheduler_takes_its_time() {
     let (asked, inside) = mpsc::channel();
     let stuck = Box::new(Stuck(asked));
     let mut m = model();
-    let mut pressed = vec![KeyCode::Char('q'), KeyCode::Char('p')];
+    let mut pressed = vec![KeyCode::Char('q'), KeyCode::Char('s')];
     let mut started = None;
     drive(stuck, &mut m, &mut |_| Ok(()), &mut |_| {
         // The first key once the sampler is inside a reading.
@@ -376,8 +376,48 @@ fn keys_are_acted_on_at_once_while_the_scheduler_takes_its_time() {
     })
     .unwrap();
     let took = started.unwrap().elapsed();
-    assert!(took < Duration::from_secs(5), "q took {took:?}");
-    assert!(m.status.contains("switching"), "{}", m.status);
+    assert!(took < Duration::from_secs(2), "q took {took:?}");
+    assert_eq!(m.sort, SortKey::Wait, "s was not acted on");
+}
+
+/// A scheduler whose switch takes a moment, and says when it is done.
+struct SlowSwitch(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl SchedulerLink for SlowSwitch {
+    fn period(&mut self) -> Result<PeriodStats, String> {
+        Err("no figures".into())
+    }
+    fn next_policy(&mut self) -> Result<String, String> {
+        std::thread::sleep(Duration::from_millis(300));
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok("policy=vtime".into())
+    }
+    fn threads(&mut self, _: &[u32]) -> HashMap<u32, model::ThreadView> {
+        HashMap::new()
+    }
+}
+
+#[test]
+fn a_switch_asked_for_is_done_before_q_ends_the_screen() {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut m = model();
+    let mut pressed = vec![KeyCode::Char('q'), KeyCode::Char('p')];
+    let mut shown = String::new();
+    drive(
+        Box::new(SlowSwitch(done.clone())),
+        &mut m,
+        &mut |m| {
+            shown = m.status.clone();
+            Ok(())
+        },
+        &mut |_| Ok(pressed.pop().map(|c| KeyEvent::new(c, KeyModifiers::NONE))),
+    )
+    .unwrap();
+    assert!(shown.contains("switching"), "p showed {shown:?}");
+    assert!(
+        done.load(std::sync::atomic::Ordering::SeqCst),
+        "q ended the screen before the switch"
+    );
 }
 
 #[test]
