@@ -8,7 +8,8 @@
 mod scenario;
 
 use scenario::{
-    assert_clean_exit, assert_enabled, checks, on_a_quiet_host, parts, run_scenario, stat, Part,
+    assert_clean_exit, assert_enabled, checks, on_a_quiet_host, parts, run_scenario_with, stat,
+    Part,
 };
 use xtask::report::{self, Fields};
 
@@ -22,8 +23,16 @@ const STACKED_IDLE_SHARE_MAX: f64 = 0.03;
 
 /// One-copy throughput under sky1 against EEVDF's in the same boot, the
 /// mean over both message sizes and every run: 0.82-0.99 in the same five
-/// boots (gangs off 0.74-0.93), margin below the worst.
+/// boots (gangs off 0.74-0.93), 0.67-1.10 in five boots of four runs,
+/// margin below the worst.
 const ONE_COPY_MIN: f64 = 0.6;
+
+/// Benchmark runs per scheduler, each a new pair of processes. The rule
+/// fires a few times a boot (0-7 splits and steals with two runs in 16
+/// boots, none in two of them: the members spin and yield more than they
+/// sleep, so a wakeup beside a running partner is rare); four runs give
+/// the check that it fired twice the chances.
+const RUNS: &str = "4";
 
 /// The mean one-copy throughput of a part's runs, both sizes.
 fn one_copy_gbps(part: &Part) -> f64 {
@@ -67,7 +76,7 @@ fn totals(part: &Part) -> Fields {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn shared_space_members_do_not_wait_behind_each_other_while_cpus_idle() {
     on_a_quiet_host(|| {
-        let out = run_scenario("partners", "2x2x2");
+        let out = run_scenario_with("partners", RUNS, "2x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
@@ -98,9 +107,8 @@ fn shared_space_members_do_not_wait_behind_each_other_while_cpus_idle() {
             ratio >= ONE_COPY_MIN,
             "one-copy messages moved {ratio:.2}x EEVDF's bytes per second"
         );
-        // The rule fired (2-7 wakeup splits a boot in seven boots; no
-        // steal that waived a grace in the two that counted them so), and
-        // only with gangs on.
+        // The rule fired (splits + steals, see RUNS; docs/vm-bounds.md has
+        // the boots), and only with gangs on.
         let (on, nogangs) = (totals(sky), totals(off));
         assert!(
             stat(&on, "partner_splits") + stat(&on, "partner_steals") > 0.0,
