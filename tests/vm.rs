@@ -683,7 +683,11 @@ fn policies_switch_at_runtime_without_a_reload() {
         );
         assert_eq!(check(&c, "after_abuse"), "sky1");
         // SIGHUP re-applies the start policy as a new generation.
-        assert_eq!(check(&c, "sighup_policy"), "sky1");
+        assert_eq!(
+            check(&c, "sighup_policy"),
+            "sky1",
+            "SIGHUP not acted on within 15 s"
+        );
         assert_eq!(check(&c, "sighup_moved"), "1");
         // Statistics through the scx_stats socket.
         assert!(

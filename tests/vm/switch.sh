@@ -68,7 +68,15 @@ echo "check after_abuse=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^
 scx_sky policy set vtime >/dev/null
 before=$(gen)
 kill -HUP "$SKY_PID"
-sleep 1
+# The signal wakes the daemon's loop, which switches on its next turn; under
+# TCG with a load on every CPU that turn can come late (a fixed one-second
+# sleep saw the old policy once in CI), so wait for it, at most 15 s.
+waited=0
+while [ "$(gen)" = "$before" ] && [ "$waited" -lt 30 ]; do
+	sleep 0.5
+	waited=$((waited + 1))
+done
+echo "check sighup_waited_halfs=$waited"
 echo "check sighup_policy=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
 echo "check sighup_moved=$(($(gen) - before))"
 
