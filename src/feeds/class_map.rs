@@ -14,7 +14,7 @@ use log::{info, warn};
 use sky_classify::pmu::{self, Counter, OpenCounters, PmuSource};
 use sky_classify::{live, replay, Class, ClassTable, Classifier, Deltas, Hints, TaskId};
 use sky_policy::Policy;
-use sky_pvas::hints::SpaceHints;
+use sky_pvas_format::hints::SpaceHints;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
@@ -690,12 +690,12 @@ pub(crate) mod tests {
         SpaceHints {
             name: name.into(),
             path: format!("/registry/{name}").into(),
-            id: sky_pvas::hints::SpaceId {
+            id: sky_pvas_format::hints::SpaceId {
                 uid: 1000,
                 dev: 1,
                 ino: pids.first().copied().unwrap_or(0).into(),
             },
-            header: sky_pvas::HeaderFixed::new(8, 1 << 20, 1 << 40, 1, 0),
+            header: sky_pvas_format::layout::HeaderFixed::new(8, 1 << 20, 1 << 40, 1, 0),
             members: Vec::new(),
             pids: pids.to_vec(),
             pm_writers: pm_writers.to_vec(),

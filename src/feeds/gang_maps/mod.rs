@@ -24,7 +24,7 @@ use sky_gangs::planner::{
 use sky_gangs::rules::{GangKey, GangRules, Hint, SpaceKey};
 use sky_gangs::table::{GangIds, GangTable};
 use sky_policy::Policy;
-use sky_pvas::hints::SpaceHints;
+use sky_pvas_format::hints::SpaceHints;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@ use crate::liveness::{self, SlotLock};
 use crate::proc;
 use crate::space::Space;
 use crate::wait::{self, Peer};
-use crate::{Error, Result};
+use crate::{Error, Member, Result};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -15,21 +15,6 @@ use std::time::Duration;
 /// How long a member waits for a peer it talks to to attach.
 pub(crate) const JOIN_WAIT: Duration = Duration::from_secs(30);
 const JOIN_POLL: Duration = Duration::from_millis(2);
-
-/// A member as listed by [`Space::members`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    pub id: u32,
-    /// The pid the member wrote (a label; see [`Space::verified_process`]).
-    pub pid: u32,
-    /// The whole label word: the pid and the low bits of its start time.
-    pub owner_word: u64,
-    /// Holds its slot lock: alive, as the kernel says.
-    pub alive: bool,
-    pub pm_writer: bool,
-    /// Said it is memory-bound ([`Space::set_memory_bound`]).
-    pub memory_bound: bool,
-}
 
 impl Space {
     /// Joins as member `id` through this process's existing mapping of the

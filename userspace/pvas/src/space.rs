@@ -15,8 +15,6 @@ use std::sync::Arc;
 
 /// Where spaces live unless told otherwise.
 pub const DEFAULT_DIR: &str = "/dev/shm";
-/// Backing files are named `<prefix><space name>`.
-pub const FILE_PREFIX: &str = "scx_sky-pvas-";
 /// Spaces are placed in this otherwise unused part of the x86-64 user
 /// address space (32-80 TiB), where neither the heap, PIE binaries nor
 /// top-down mmap allocations land.
@@ -538,29 +536,6 @@ fn check_id(id: u32, max_members: u32) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// The header of the space file `file` (at `path`), read with plain reads
-/// and checked against the file's length: a short file is `Truncated`.
-pub(crate) fn read_header_of(file: &File, path: &Path) -> Result<HeaderFixed> {
-    let len = file
-        .metadata()
-        .map_err(|e| Error::io(path.display(), e))?
-        .len();
-    let mut buf = [0u8; FIXED_BYTES];
-    let n = read_prefix(file, &mut buf).map_err(|e| Error::io(path.display(), e))?;
-    HeaderFixed::parse(&buf[..n], len)
-}
-
-fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(&mut buf[n..], n as u64)? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
 }
 
 const TMPFS_MAGIC: i64 = 0x0102_1994;

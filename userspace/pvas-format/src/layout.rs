@@ -15,8 +15,11 @@
 //! Every shared field is an atomic or plain bytes: the file is mapped by
 //! processes that trust each other's code but not each other's timing.
 
-use crate::Error;
+use crate::{Error, Result};
 use std::cell::UnsafeCell;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 pub const MAGIC: [u8; 8] = *b"SKYPVAS\0";
@@ -382,4 +385,30 @@ impl SplitBlock {
         // when is ordered by the sequence words (see the type's doc).
         unsafe { &*(mb.eager.get().cast::<u8>().add(BLOCK_AT) as *const SplitBlock) }
     }
+}
+
+/// Backing files are named `<prefix><space name>`.
+pub const FILE_PREFIX: &str = "scx_sky-pvas-";
+
+/// The header of the space file `file` (at `path`), read with plain reads
+/// and checked against the file's length: a short file is `Truncated`.
+pub fn read_header_of(file: &File, path: &Path) -> Result<HeaderFixed> {
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path.display(), e))?
+        .len();
+    let mut buf = [0u8; FIXED_BYTES];
+    let n = read_prefix(file, &mut buf).map_err(|e| Error::io(path.display(), e))?;
+    HeaderFixed::parse(&buf[..n], len)
+}
+
+fn read_prefix(file: &File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], n as u64)? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::{CreateOptions, Space};
+use crate::fixture::TestSpace;
 use std::os::unix::fs::PermissionsExt;
 
 /// A registry base of its own (no other test's), with this user's
@@ -26,15 +26,13 @@ impl Scratch {
         std::os::unix::fs::symlink(target, self.mine.join(hints::entry_name(target))).unwrap();
     }
 
-    fn space(&self, name: &str) -> (Space, PathBuf) {
-        let opts = CreateOptions {
-            dir: self.dir.path().to_path_buf(),
-            max_members: 2,
-            segment_size: 2 << 20,
-            ..Default::default()
-        };
-        let space = Space::create(&format!("{name}-{}", std::process::id()), &opts).unwrap();
-        let path = std::fs::canonicalize(space.path()).unwrap();
+    fn space(&self, name: &str) -> (TestSpace, PathBuf) {
+        let space = TestSpace::create(
+            self.dir.path(),
+            &format!("{name}-{}", std::process::id()),
+            2,
+        );
+        let path = std::fs::canonicalize(&space.path).unwrap();
         self.add(&path);
         (space, path)
     }

@@ -28,7 +28,7 @@ use std::sync::Once;
 const LOCK_BASE: i64 = 1 << 50;
 
 /// The lock byte of member slot `id`.
-pub(crate) fn lock_offset(id: u32) -> i64 {
+pub fn lock_offset(id: u32) -> i64 {
     LOCK_BASE + id as i64
 }
 
@@ -47,7 +47,7 @@ fn flock(kind: libc::c_int, id: u32) -> libc::flock {
 /// access mode), so the scheduler daemon can ask without write access.
 /// F_OFD_GETLK on a valid descriptor and range cannot fail; if it did,
 /// the slot counts as not held.
-pub(crate) fn slot_locked(probe: RawFd, id: u32) -> bool {
+pub fn slot_locked(probe: RawFd, id: u32) -> bool {
     let mut fl = flock(libc::F_WRLCK, id);
     // SAFETY: fcntl with a valid flock the kernel fills in.
     let asked = unsafe { libc::fcntl(probe, libc::F_OFD_GETLK, &mut fl) } == 0;
@@ -57,7 +57,7 @@ pub(crate) fn slot_locked(probe: RawFd, id: u32) -> bool {
 /// The lock that makes this process member `id`: a private open file
 /// description of the space file, write-locked on the slot's byte.
 #[derive(Debug)]
-pub(crate) struct SlotLock {
+pub struct SlotLock {
     file: File,
     id: u32,
     registered: usize,
@@ -217,7 +217,7 @@ extern "C" fn forget_locks_in_child() {
 /// `destroy --kill` signals it or the scheduler acts on it. The pidfd is
 /// taken first, so what is proven is the process it holds, and nothing
 /// that reuses the pid later.
-pub(crate) fn slot_holder(pid: u32, dev: u64, ino: u64, id: u32) -> Option<Process> {
+pub fn slot_holder(pid: u32, dev: u64, ino: u64, id: u32) -> Option<Process> {
     Process::open(pid).filter(|_| holds_slot(pid, dev, ino, id))
 }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// What `fstat` says about a file, as far as trusting it goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Facts {
+pub struct Facts {
     /// The `S_IFMT` bits of `st_mode`.
     pub kind: u32,
     pub uid: u32,
@@ -60,7 +60,7 @@ impl Facts {
 /// Whose files a reader trusts: its own (`uid`), root's, and, if `groups`
 /// is not empty, files shared with one of those groups.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Trust {
+pub struct Trust {
     pub uid: u32,
     pub groups: Vec<u32>,
 }
@@ -120,7 +120,7 @@ fn kind_name(kind: u32) -> &'static str {
 /// created 0600 or 0660). It is owned by `trust.uid` or root, or else it
 /// is shared with one of `trust.groups` from a directory (`dir`) that
 /// users outside could not have written it into: what `--group` makes.
-pub(crate) fn space_file_refusal(f: &Facts, trust: &Trust, dir: Option<&Facts>) -> Option<String> {
+pub fn space_file_refusal(f: &Facts, trust: &Trust, dir: Option<&Facts>) -> Option<String> {
     if let Some(why) = kind_refusal(f.kind) {
         return Some(why);
     }
@@ -154,7 +154,7 @@ pub(crate) fn space_file_refusal(f: &Facts, trust: &Trust, dir: Option<&Facts>) 
 
 /// Why a per-user registry directory must not be read or written, or None.
 /// Only its user (`uid`) may have put entries there.
-pub(crate) fn registry_dir_refusal(f: &Facts, uid: u32) -> Option<String> {
+pub fn registry_dir_refusal(f: &Facts, uid: u32) -> Option<String> {
     if f.kind != libc::S_IFDIR {
         return Some(format!("is {}, not a directory", kind_name(f.kind)));
     }
@@ -174,7 +174,7 @@ fn untrusted(path: &Path, why: String) -> Error {
     }
 }
 
-pub(crate) fn c_name(name: &OsStr) -> io::Result<CString> {
+pub fn c_name(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput.into())
 }
 
@@ -215,7 +215,7 @@ fn open_at(dir: RawFd, name: &CString, flags: libc::c_int) -> io::Result<OwnedFd
 /// FIFO, device, socket or directory is refused before it is opened (so a
 /// device is never opened at all), and again after, should it have been
 /// swapped in between.
-pub(crate) fn open_regular(path: &Path, write: bool) -> Result<(File, Facts, Facts)> {
+pub fn open_regular(path: &Path, write: bool) -> Result<(File, Facts, Facts)> {
     let (dir, name) = split(path)?;
     open_regular_in(dir, &name, path, write)
 }
@@ -251,7 +251,7 @@ fn open_regular_in(
 
 /// Opens a space's backing file for `trust`, refusing (with the path and
 /// the reason) any file `space_file_refusal` refuses.
-pub(crate) fn open_space_file(path: &Path, write: bool, trust: &Trust) -> Result<File> {
+pub fn open_space_file(path: &Path, write: bool, trust: &Trust) -> Result<File> {
     trusted_space_file(path, open_regular(path, write)?, trust)
 }
 
@@ -271,7 +271,7 @@ fn trusted_space_file(
 /// directory is looked up on a local filesystem with no symlink on the way
 /// and without crossing a mount (`mounts::open_dir_on_mount`), so that no
 /// user's FUSE or network mount can stall it.
-pub(crate) fn open_space_file_on_mount(
+pub fn open_space_file_on_mount(
     mounts: &[crate::mounts::Mount],
     path: &Path,
     trust: &Trust,
@@ -300,7 +300,7 @@ fn split_on_mount(mounts: &[crate::mounts::Mount], path: &Path) -> io::Result<(O
 /// Is there anything at `path` (not following a final symlink), looked
 /// up as [`open_space_file_on_mount`] would? A path it would refuse
 /// counts as there (so that the refusal is shown, not hidden).
-pub(crate) fn exists_on_mount(mounts: &[crate::mounts::Mount], path: &Path) -> bool {
+pub fn exists_on_mount(mounts: &[crate::mounts::Mount], path: &Path) -> bool {
     let gone = |e: io::Error| matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR));
     match split_on_mount(mounts, path) {
         Ok((dir, name)) => {
@@ -312,7 +312,7 @@ pub(crate) fn exists_on_mount(mounts: &[crate::mounts::Mount], path: &Path) -> b
 
 /// Opens the registry directory at `path` that only `uid` may write to,
 /// refusing a symlink or a directory `registry_dir_refusal` refuses.
-pub(crate) fn open_registry_dir(path: &Path, uid: u32) -> Result<OwnedFd> {
+pub fn open_registry_dir(path: &Path, uid: u32) -> Result<OwnedFd> {
     let c = c_name(path.as_os_str()).map_err(|e| Error::io(path.display(), e))?;
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
     let fd = match open_at(libc::AT_FDCWD, &c, flags) {
@@ -334,13 +334,13 @@ pub(crate) fn open_registry_dir(path: &Path, uid: u32) -> Result<OwnedFd> {
 }
 
 /// `/proc/self/fd/N`: a name for the very file `fd` is open on.
-pub(crate) fn fd_path(fd: RawFd) -> PathBuf {
+pub fn fd_path(fd: RawFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{fd}"))
 }
 
 /// A new file that has no final name until `publish`, and is gone again
 /// if dropped unpublished: a failed create leaves nothing behind.
-pub(crate) struct TempFile {
+pub struct TempFile {
     file: Option<File>,
     /// The random name the file was created under where the filesystem
     /// has no O_TMPFILE; None for a file that never had a name.

@@ -11,13 +11,13 @@
 
 use crate::files::{self, Trust};
 use crate::layout::{
-    HeaderFixed, MemberSlot, HEADER_BYTES, MEMBER_MEMORY_BOUND, SLOT_ACTIVE, SLOT_JOINING,
+    HeaderFixed, MemberSlot, FILE_PREFIX, HEADER_BYTES, MEMBER_MEMORY_BOUND, SLOT_ACTIVE,
+    SLOT_JOINING,
 };
 use crate::liveness;
-use crate::membership::Member;
 use crate::mounts::Mount;
 use crate::proc::Process;
-use crate::space::FILE_PREFIX;
+use crate::Member;
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr, OsString};
@@ -70,11 +70,11 @@ pub struct SpaceId {
 }
 
 /// The registry base: users' directories are `<base>-<uid>` beside it.
-pub(crate) fn registry_base() -> PathBuf {
+pub fn registry_base() -> PathBuf {
     std::env::var_os("SKY_PVAS_REGISTRY").map_or_else(|| PathBuf::from(REGISTRY_DIR), PathBuf::from)
 }
 
-pub(crate) fn user_registry(base: &Path, uid: u32) -> PathBuf {
+pub fn user_registry(base: &Path, uid: u32) -> PathBuf {
     let mut s = base.as_os_str().to_os_string();
     s.push(format!("-{uid}"));
     PathBuf::from(s)
@@ -155,7 +155,7 @@ fn my_registry(create: bool) -> Result<OwnedFd> {
 }
 
 /// The target of symlink `name` in directory `dir`.
-pub(crate) fn read_link_at(dir: &OwnedFd, name: &OsStr) -> Option<PathBuf> {
+pub fn read_link_at(dir: &OwnedFd, name: &OsStr) -> Option<PathBuf> {
     let name = c(name)?;
     let mut buf = vec![0u8; libc::PATH_MAX as usize];
     // SAFETY: readlinkat writes at most buf.len() bytes into buf.
@@ -181,7 +181,7 @@ fn unlink_at(dir: &OwnedFd, name: &CString) {
 
 /// Best effort: a space works without its registry entry; it is only
 /// invisible to the scheduler and `scx_sky pvas ls`.
-pub(crate) fn register(path: &Path) {
+pub fn register(path: &Path) {
     let (Ok(dir), Some(target)) = (my_registry(true), canonical(path)) else {
         return;
     };
@@ -195,7 +195,7 @@ pub(crate) fn register(path: &Path) {
 }
 
 /// Removes this space's entry, and no other space's.
-pub(crate) fn unregister(path: &Path) {
+pub fn unregister(path: &Path) {
     let (Ok(dir), Some(target)) = (my_registry(false), canonical(path)) else {
         return;
     };
@@ -244,12 +244,7 @@ pub fn list() -> Vec<Listed> {
 
 /// The space at `path`, listed in `uid`'s registry: its members, each
 /// label proven or not.
-pub(crate) fn read_space(
-    uid: u32,
-    path: &Path,
-    trust: &Trust,
-    mounts: &[Mount],
-) -> Result<SpaceHints> {
+pub fn read_space(uid: u32, path: &Path, trust: &Trust, mounts: &[Mount]) -> Result<SpaceHints> {
     let (file, header, members) = read_members_as(path, Some((trust, mounts)))?;
     let meta = file.metadata().map_err(|e| Error::io(path.display(), e))?;
     let id = SpaceId {
@@ -333,7 +328,7 @@ fn read_members_as(
         Some((t, mounts)) => files::open_space_file_on_mount(mounts, path, t)?,
         None => files::open_regular(path, false)?.0,
     };
-    let header = crate::space::read_header_of(&file, path)?;
+    let header = crate::layout::read_header_of(&file, path)?;
     let slot_size = size_of::<MemberSlot>();
     let mut table = vec![0u8; (header.max_members as usize + 1) * slot_size];
     file.read_exact_at(&mut table, HEADER_BYTES as u64)
@@ -407,37 +402,29 @@ mod tests {
     #[test]
     fn a_proof_needs_the_slot_lock_and_an_owner_of_the_space() {
         let dir = tempfile::tempdir_in("/dev/shm").unwrap();
-        std::env::set_var("SKY_PVAS_REGISTRY", dir.path().join("registry"));
-        let opts = crate::CreateOptions {
-            dir: dir.path().to_path_buf(),
-            max_members: 2,
-            segment_size: 2 << 20,
-            ..Default::default()
-        };
-        let path = crate::Space::create(&format!("proof-{}", std::process::id()), &opts)
-            .unwrap()
-            .path()
-            .to_path_buf();
-        let me = crate::Space::attach(&path, 1).unwrap();
+        let mut space = crate::fixture::TestSpace::create(dir.path(), "proof", 2);
+        space.join(1);
+        let path = space.path.clone();
         let meta = std::fs::metadata(&path).unwrap();
         let id = |ino_offset: u64| SpaceId {
             uid: meta.uid(),
             dev: meta.dev(),
             ino: meta.ino() + ino_offset,
         };
-        let member = me.members().into_iter().find(|m| m.id == 1).unwrap();
+        let (_, members) = read_members(&path).unwrap();
+        let member = members.into_iter().find(|m| m.id == 1).unwrap();
         assert!(proven(&id(0), &member, &[meta.uid()]));
         // This process is none of the space's users (another key: a new
         // proof is made).
         let other_user = meta.uid().wrapping_add(1);
-        let shifted = crate::membership::Member {
+        let shifted = Member {
             owner_word: member.owner_word ^ (1 << 63),
             ..member.clone()
         };
         assert!(!proven(&id(0), &shifted, &[other_user]));
         // Another file: this process holds no lock there.
         assert!(!proven(&id(1), &member, &[meta.uid()]));
-        drop(me);
+        drop(space);
     }
 
     #[test]
