@@ -7,6 +7,9 @@
 #   - libelf/zlib/zstd headers for libbpf-sys, pkg-config
 #   - qemu-system-x86 and a static busybox for the VM test bed
 #   - DejaVu fonts for the evaluation's plots
+#   - iproute2 (`ip`, `rdma`) for the VM's soft-RoCE test bed; its rdma-core
+#     and perftest come from Debian trixie through a private apt state in
+#     the cache (xtask/src/guest_tools.rs), nothing installed from it
 #   - the trixie-backports suite, pinned to priority 1, so that
 #     `cargo xtask kernel` can `apt-get download` a sched_ext kernel without
 #     anything else on the machine being upgraded from it
@@ -88,7 +91,7 @@ apt_update_once() {
 }
 
 PACKAGES=(clang-19 clang-format-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
-	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core)
+	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core iproute2)
 
 missing_packages() {
 	local p

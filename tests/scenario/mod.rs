@@ -47,15 +47,29 @@ pub fn run_scenario_clocked(
     clock: GuestClock,
 ) -> String {
     let cfg = VmConfig {
+        icount_shift: (clock == GuestClock::Instructions).then_some(3),
+        ..scenario_config(topology)
+    };
+    run_scenario_configured(scenario, args, &cfg)
+}
+
+/// The VM a scenario on `topology` boots, before what a test adds.
+pub fn scenario_config(topology: &str) -> VmConfig {
+    VmConfig {
         topology: topology.parse().expect("topology"),
         // Every scenario takes under two minutes, or four by instructions;
         // a guest that is alive reports a stuck scheduler itself within
         // 20 s (lib.sh stop_sky).
         timeout: Duration::from_secs(420),
-        icount_shift: (clock == GuestClock::Instructions).then_some(3),
         ..VmConfig::default()
-    };
-    let out = vm::run(&cfg, &format!("sh ./{scenario}.sh {args}"))
+    }
+}
+
+/// Runs `tests/vm/<scenario>.sh ARGS` in the VM `cfg` describes, requires
+/// exit status 0.
+pub fn run_scenario_configured(scenario: &str, args: &str, cfg: &VmConfig) -> String {
+    let topology = cfg.topology;
+    let out = vm::run(cfg, &format!("sh ./{scenario}.sh {args}"))
         .unwrap_or_else(|e| panic!("scenario {scenario} could not run: {e:#}"));
     assert_eq!(
         out.status,

@@ -297,3 +297,45 @@ pmem_dax_mount() {
 		;;
 	esac
 }
+
+# rdma_pair: two network namespaces, a and b, joined by a veth pair
+# (10.77.0.1 in a, 10.77.0.2 in b), with a soft-RoCE device on each end
+# (rxe_a, rxe_b). Needs VmConfig rdma (cargo xtask vm --rdma): the modules,
+# iproute2's ip and rdma at their full paths (busybox's ip applet knows no
+# veth), rdma-core with perftest (xtask/src/guest_tools.rs). RDMA devices
+# are shared by all namespaces (`rdma system`: netns shared); which one a
+# program uses follows from the address it binds or connects (RDMA CM), or
+# from -d. Checks: rdma_devices (how many rxe devices are ACTIVE).
+rdma_pair() {
+	IP=/usr/sbin/ip
+	# ip netns keeps its namespaces as bind mounts under /run/netns.
+	mkdir -p /run
+	mountpoint -q /run || mount -t tmpfs run /run
+	mkdir -p /run/netns
+	for ns in a b; do
+		$IP netns add "$ns" || return 1
+		$IP -n "$ns" link set lo up
+	done
+	$IP link add veth_a netns a type veth peer name veth_b netns b || return 1
+	$IP -n a addr add 10.77.0.1/24 dev veth_a
+	$IP -n b addr add 10.77.0.2/24 dev veth_b
+	$IP -n a link set veth_a up
+	$IP -n b link set veth_b up
+	$IP netns exec a /usr/bin/rdma link add rxe_a type rxe netdev veth_a || return 1
+	$IP netns exec b /usr/bin/rdma link add rxe_b type rxe netdev veth_b || return 1
+	tenths=0
+	until [ "$(/usr/bin/rdma link show 2>/dev/null | grep -c 'state ACTIVE')" -ge 2 ]; do
+		[ "$tenths" -ge 100 ] && break
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+	echo "check rdma_devices=$(/usr/bin/rdma link show | grep -c 'state ACTIVE')"
+	/usr/bin/rdma link show
+}
+
+# in_ns NS COMMAND...: runs COMMAND in network namespace NS.
+in_ns() {
+	ns=$1
+	shift
+	/usr/sbin/ip netns exec "$ns" "$@"
+}

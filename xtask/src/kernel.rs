@@ -25,7 +25,17 @@ pub const APT_DOWNLOAD: [&str; 4] = ["-qq", "-o", "APT::Sandbox::User=root", "do
 /// Downloads `packages` (never installs them) into `dir` and returns the
 /// .deb files there, sorted.
 pub fn download_debs(packages: &[String], dir: &Path) -> Result<Vec<PathBuf>> {
+    download_debs_with(&[], packages, dir)
+}
+
+/// The same with apt `options` (`-o` settings: another apt state).
+pub fn download_debs_with(
+    options: &[String],
+    packages: &[String],
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
     run(Command::new("apt-get")
+        .args(options)
         .args(APT_DOWNLOAD)
         .args(packages)
         .current_dir(dir))

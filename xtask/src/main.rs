@@ -75,6 +75,10 @@ enum Cmd {
         /// /dev/pmem0, with ndctl and mkfs.ext4 (lib.sh pmem_dax_mount).
         #[arg(long, conflicts_with = "native")]
         pmem_mb: Option<u32>,
+        /// Soft-RoCE in the guest (rxe, rdma-core, perftest; lib.sh
+        /// rdma_pair).
+        #[arg(long, conflicts_with = "native")]
+        rdma: bool,
         /// Simulate caches (the sky_cachesim QEMU plugin): a preset (sky1,
         /// modern) or L1/L2/LLC, each SIZE:LINE:ASSOC or off, e.g.
         /// 8K:16:1. Phases the guest marks (`sky-work cache-phase`) are
@@ -226,6 +230,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             scenario,
             native,
             pmem_mb,
+            rdma,
             cache_model,
             icount,
             command,
@@ -242,6 +247,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             } else {
                 let cfg = VmConfig {
                     pmem_mb,
+                    rdma,
                     cache_model,
                     icount_shift: icount,
                     ..vm.config()
@@ -410,6 +416,8 @@ fn test() -> Result<()> {
         "eval",
         "--test",
         "verifier",
+        "--test",
+        "rdma",
         "--",
         "--ignored",
         "--test-threads=1",

@@ -91,6 +91,11 @@ pub struct VmConfig {
     /// (to make it an fsdax namespace: tests/vm/lib.sh pmem_dax_mount) are
     /// added.
     pub pmem_mb: Option<u32>,
+    /// Soft-RoCE in the guest: the RDMA core, rxe, the connection manager
+    /// and veth modules, iproute2's `ip` and `rdma`, and rdma-core with
+    /// perftest (guest_tools::RDMA); tests/vm/lib.sh `rdma_pair` joins two
+    /// network namespaces by a veth pair with an rxe device on each end.
+    pub rdma: bool,
     /// More programs: (file on this machine, absolute path in the guest).
     pub extra_binaries: Vec<(PathBuf, PathBuf)>,
     /// Simulate caches (the sky_cachesim plugin, cachesim.rs); its counts
@@ -112,6 +117,7 @@ impl Default for VmConfig {
             timeout: Duration::from_secs(300),
             echo: true,
             pmem_mb: None,
+            rdma: false,
             extra_binaries: Vec::new(),
             cache_model: None,
             icount_shift: None,
@@ -196,6 +202,13 @@ pub fn project_binaries() -> Result<Vec<PathBuf>> {
 const PMEM_MODULES: [&str; 3] = ["nfit", "nd_pmem", "ext4"];
 const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
 
+/// What soft-RoCE between two network namespaces needs (their
+/// dependencies, udp tunnels and the CM's, come along).
+const RDMA_MODULES: [&str; 4] = ["rdma_rxe", "ib_uverbs", "rdma_ucm", "veth"];
+/// iproute2's programs at their own paths (busybox's `ip` applet knows no
+/// veth nor network namespaces, and there is no `rdma` applet).
+const RDMA_TOOLS: [&str; 2] = ["/usr/sbin/ip", "/usr/bin/rdma"];
+
 /// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
 pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     let kernel = kernel::ensure(&KernelChoice::from_args(
@@ -213,7 +226,22 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
             }
             binaries.push(PathBuf::from(tool));
         }
-        trees.push(crate::ndctl::ensure()?);
+        trees.push(crate::guest_tools::ensure(&crate::guest_tools::NDCTL)?);
+    }
+    let mut placed = cfg.extra_binaries.clone();
+    if cfg.rdma {
+        for ko in crate::modules::resolve(&kernel, &RDMA_MODULES)? {
+            if !modules.contains(&ko) {
+                modules.push(ko);
+            }
+        }
+        for tool in RDMA_TOOLS {
+            if !Path::new(tool).exists() {
+                bail!("{tool} is missing: run scripts/setup.sh (iproute2)");
+            }
+            placed.push((PathBuf::from(tool), PathBuf::from(tool)));
+        }
+        trees.push(crate::guest_tools::ensure(&crate::guest_tools::RDMA)?);
     }
     let dir = workspace_root().join("target/vm");
     std::fs::create_dir_all(&dir)?;
@@ -226,7 +254,7 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     initramfs::build(
         &Contents {
             binaries: &binaries,
-            placed: &cfg.extra_binaries,
+            placed: &placed,
             trees: &trees,
             modules: &modules,
             kernel: &kernel,
@@ -314,6 +342,9 @@ fn run_qemu(
     qemu
         // Multi-threaded TCG crashes guests that toggle sched_ext repeatedly.
         .args(["-accel", "tcg,thread=single", "-nographic", "-no-reboot"])
+        // No network but what a test joins itself (veth in the guest): no
+        // guest traffic can leave the machine.
+        .args(["-nic", "none"])
         // qemu64 is an AMD family without SMT support; as an Intel CPU the
         // guest sees SMT siblings without a warning.
         .args(["-cpu", "qemu64,vendor=GenuineIntel"])

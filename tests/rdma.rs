@@ -1,0 +1,44 @@
+//! The RDMA test bed in the VM: soft-RoCE (rxe) on both ends of a veth
+//! pair between two network namespaces, rdma-core 56 and perftest
+//! (xtask/src/guest_tools.rs, tests/vm/lib.sh `rdma_pair`,
+//! tests/vm/rdma-bed.sh). The queue between machines (seed 002) is built
+//! and measured on it; perftest is its ceiling. Boots a VM, so #[ignore]d
+//! in a plain `cargo test`; `cargo xtask test` runs it.
+
+// Shared by the VM test binaries; each uses part of it.
+#[allow(dead_code)]
+mod scenario;
+
+use scenario::{check, checks, run_scenario_configured, scenario_config};
+use xtask::report;
+use xtask::vm::VmConfig;
+
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn soft_roce_joins_two_namespaces_and_perftest_runs_over_it() {
+    let cfg = VmConfig {
+        rdma: true,
+        ..scenario_config("1x2x1")
+    };
+    let out = run_scenario_configured("rdma-bed", "65536 200", &cfg);
+    let c = checks(&out);
+    assert_eq!(check(&c, "rdma_devices"), "2", "an rxe device on each end");
+    for test in ["ib_write_bw", "ib_read_bw", "ib_write_lat"] {
+        assert_eq!(check(&c, &format!("{test}_exit")), "0", "{test} failed");
+    }
+    for test in ["ib_write_bw", "ib_read_bw"] {
+        let line = report::one_line(&out, &format!("result workload=perftest test={test} "))
+            .unwrap_or_else(|e| panic!("no {test} result: {e}"));
+        let mb: f64 = line
+            .get("mb_per_s")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        assert!(mb > 0.0, "{test} moved nothing: {line:?}");
+    }
+    let lat = report::one_line(&out, "result workload=perftest test=ib_write_lat ").unwrap();
+    let us: f64 = lat
+        .get("typical_us")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    assert!(us > 0.0, "ib_write_lat measured nothing: {lat:?}");
+}
