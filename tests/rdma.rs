@@ -23,6 +23,33 @@ fn soft_roce_joins_two_namespaces_and_perftest_runs_over_it() {
     let out = run_scenario_configured("rdma-bed", "65536 200", &cfg);
     let c = checks(&out);
     assert_eq!(check(&c, "rdma_devices"), "2", "an rxe device on each end");
+    // The queue's verbs through sky-rdma: the device can FLUSH (both
+    // placements) and ATOMIC WRITE; messages of 1 B to 52 KiB written,
+    // flushed and read back whole; the done marker placed atomically; a
+    // region that grants only remote writes refuses a read; FLUSH to
+    // persistence refused on DRAM (it needs Device DAX).
+    assert_eq!(check(&c, "verbs_server_exit"), "0");
+    assert_eq!(check(&c, "verbs_client_exit"), "0");
+    let client = report::one_line(&out, "result workload=rdma-verbs side=client ").unwrap();
+    let server = report::one_line(&out, "result workload=rdma-verbs side=server ").unwrap();
+    for cap in ["flush_global", "flush_persistent", "atomic_write"] {
+        assert_eq!(
+            client.get(cap).map(String::as_str),
+            Some("yes"),
+            "{client:?}"
+        );
+    }
+    assert_eq!(client["read_back_wrong"], "0", "{client:?}");
+    assert_eq!(server["bytes_wrong"], "0", "{server:?}");
+    assert!(server["bytes_checked"].parse::<u64>().unwrap() > 50_000);
+    assert!(
+        client["write_only_read"].contains("remote_access_error"),
+        "a read of a write-only region: {client:?}"
+    );
+    assert!(
+        server["persistent_on_dram"].starts_with("refused:"),
+        "{server:?}"
+    );
     for test in ["ib_write_bw", "ib_read_bw", "ib_write_lat"] {
         assert_eq!(check(&c, &format!("{test}_exit")), "0", "{test} failed");
     }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The RDMA test bed: soft-RoCE on both ends of a veth pair between two
-# network namespaces (lib.sh rdma_pair), and perftest over them: the
-# ceiling the queue between machines is measured against.
+# network namespaces (lib.sh rdma_pair); the verbs the queue between
+# machines is made of, through sky-rdma; and perftest: the ceiling the
+# queue is measured against.
 # Arguments: SIZE (bytes per perftest message, default 65536), ITERS
 # (default 200).
 . ./lib.sh
@@ -10,6 +11,17 @@ iters=${2:-200}
 rdma_pair || exit 1
 
 ibv_devinfo -d rxe_a | grep -e transport -e state -e active_mtu
+
+# The queue's verbs through sky-rdma (sky-work rdma-verbs), run with the
+# guest's rdma-core 56 (sky-rdma-run: its loader and libraries).
+in_ns b sky-rdma-run /bin/sky-work rdma-verbs --listen 10.77.0.2:7471 >/tmp/verbs.server 2>&1 &
+server=$!
+sleep 1
+in_ns a sky-rdma-run /bin/sky-work rdma-verbs --connect 10.77.0.2:7471 >/tmp/verbs.client 2>&1
+echo "check verbs_client_exit=$?"
+wait "$server"
+echo "check verbs_server_exit=$?"
+cat /tmp/verbs.client /tmp/verbs.server
 
 # perftest: the server in b, the client in a, over RDMA CM (-R), one run
 # each; bandwidth in MB/s, latency in microseconds.

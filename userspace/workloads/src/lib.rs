@@ -11,6 +11,7 @@ pub mod daemon_probe;
 pub mod hostile;
 pub mod observer_check;
 pub mod pingpong;
+pub mod rdma_verbs;
 pub mod relabel;
 pub mod schbench;
 pub mod share;

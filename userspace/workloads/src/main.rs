@@ -335,6 +335,18 @@ enum Command {
         #[arg(long, default_value = sky_control::SOCKET_DIR)]
         control_dir: std::path::PathBuf,
     },
+    /// The RDMA verbs of the queue between machines across one
+    /// connection (rdma_verbs.rs): `--listen ADDR:PORT` serves, `--connect
+    /// ADDR:PORT` drives the exchange.
+    RdmaVerbs {
+        #[arg(long, conflicts_with = "connect", required_unless_present = "connect")]
+        listen: Option<std::net::SocketAddrV4>,
+        #[arg(long)]
+        connect: Option<std::net::SocketAddrV4>,
+        /// How long the server waits for the client's done marker.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
     /// Start N threads at once, each spinning briefly, and wait for all.
     Burst {
         #[arg(long, default_value_t = 10_000)]
@@ -645,6 +657,20 @@ fn run(cli: Cli) -> Result<()> {
         ),
         Command::ControlAbuse { control_dir } => {
             println!("{}", sky_workloads::control::abuse(&control_dir))
+        }
+        Command::RdmaVerbs {
+            listen,
+            connect,
+            seconds,
+        } => {
+            let line = match (listen, connect) {
+                (Some(addr), _) => {
+                    sky_workloads::rdma_verbs::serve(addr, Duration::from_secs(seconds))?
+                }
+                (None, Some(addr)) => sky_workloads::rdma_verbs::drive(addr)?,
+                (None, None) => anyhow::bail!("give --listen or --connect"),
+            };
+            println!("{line}");
         }
         Command::Burst { count, spin_us } => {
             let t = Instant::now();
