@@ -1,8 +1,8 @@
-//! The RDMA test bed in the VM: soft-RoCE (rxe) on both ends of a veth
-//! pair between two network namespaces, rdma-core 56 and perftest
-//! (xtask/src/guest_tools.rs, tests/vm/lib.sh `rdma_pair`,
-//! tests/vm/rdma-bed.sh). The queue between machines (seed 002) is built
-//! and measured on it; perftest is its ceiling. Boots a VM, so #[ignore]d
+//! The persistent queue between machines (seed 002) and its test bed in
+//! the VM: soft-RoCE (rxe) on both ends of a veth pair between two network
+//! namespaces, rdma-core 56 and perftest (xtask/src/guest_tools.rs,
+//! tests/vm/lib.sh `rdma_pair`, tests/vm/rdma-bed.sh): the verbs, the
+//! queue push and pull, its resume after a kill, perftest as the ceiling. Boots a VM, so #[ignore]d
 //! in a plain `cargo test`; `cargo xtask test` runs it.
 
 // Shared by the VM test binaries; each uses part of it.
@@ -15,7 +15,7 @@ use xtask::vm::VmConfig;
 
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
-fn soft_roce_joins_two_namespaces_and_perftest_runs_over_it() {
+fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill() {
     let cfg = VmConfig {
         rdma: true,
         ..scenario_config("1x2x1")
@@ -50,6 +50,58 @@ fn soft_roce_joins_two_namespaces_and_perftest_runs_over_it() {
         server["persistent_on_dram"].starts_with("refused:"),
         "{server:?}"
     );
+    // The persistent queue between machines (sky-pvas-remote), push and
+    // pull: 200 messages of 1 B to the entry size, every byte checked by
+    // the receiver, none lost, none twice.
+    for mode in ["push", "pull"] {
+        for side in ["send", "recv"] {
+            assert_eq!(
+                check(&c, &format!("queue_{mode}_{side}_exit")),
+                "0",
+                "{mode} {side}"
+            );
+            let done = report::one_line(
+                &out,
+                &format!("result workload=rdma-queue mode={mode} side={side} "),
+            )
+            .unwrap();
+            assert_eq!(done["enqueued"], "200", "{mode} {side}: {done:?}");
+            if side == "recv" {
+                assert_eq!(done["consumed"], "200", "{mode}: {done:?}");
+            }
+        }
+    }
+    // Resume, push and pull: the receiver leaves after 80 messages, the
+    // sender is killed (SIGKILL) mid-stream; restarted as new processes,
+    // the sender learns that 80 to 96 messages (a ring of 16 past the
+    // consumed count) are in for good and sends the rest, the receiver
+    // takes 81 to 200 in order, each once, every byte checked.
+    for mode in ["push", "pull"] {
+        for key in ["first_recv_exit", "send_exit", "recv_exit"] {
+            assert_eq!(
+                check(&c, &format!("resume_{mode}_{key}")),
+                "0",
+                "{mode} {key}"
+            );
+        }
+        let send = report::one_line(
+            &out,
+            &format!("result workload=rdma-resume mode={mode} side=send "),
+        )
+        .unwrap();
+        let enqueued: u64 = send["enqueued"].parse().unwrap();
+        assert!((80..=96).contains(&enqueued), "{mode}: {send:?}");
+        let recv = report::one_line(
+            &out,
+            &format!("result workload=rdma-resume mode={mode} side=recv "),
+        )
+        .unwrap();
+        assert_eq!(
+            (recv["first"].as_str(), recv["last"].as_str()),
+            ("81", "200"),
+            "{mode}"
+        );
+    }
     for test in ["ib_write_bw", "ib_read_bw", "ib_write_lat"] {
         assert_eq!(check(&c, &format!("{test}_exit")), "0", "{test} failed");
     }

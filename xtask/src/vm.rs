@@ -186,6 +186,7 @@ pub fn project_binaries() -> Result<Vec<PathBuf>> {
         "sky-tui-drive",
         "sky-pvas-bench",
         "sky-pvas-peer",
+        "sky-pvas-remote",
     ]
     .iter()
     .map(|b| release_bin(b))

@@ -78,6 +78,14 @@ pub enum Error {
     /// shared memory that no correct member writes.
     #[error("member {id} left impossible values in shared memory: {what}")]
     PeerCorrupt { id: u32, what: String },
+    /// The other end of a queue between machines sent what no correct
+    /// peer sends.
+    #[error("the remote peer broke the queue's protocol: {0}")]
+    RemoteCorrupt(String),
+    /// An RDMA verb or connection failed (the peer gone, the link down,
+    /// an access the peer's region does not grant, no RDMA here).
+    #[error("RDMA: {0}")]
+    Rdma(String),
 }
 
 impl Error {
@@ -106,7 +114,10 @@ impl Error {
             Error::TooLarge { .. } => libc::EMSGSIZE,
             Error::OutOfSpace { .. } => libc::ENOMEM,
             Error::TimedOut => libc::ETIMEDOUT,
-            Error::Corrupt(_) | Error::PeerCorrupt { .. } => libc::EBADMSG,
+            Error::Corrupt(_) | Error::PeerCorrupt { .. } | Error::RemoteCorrupt(_) => {
+                libc::EBADMSG
+            }
+            Error::Rdma(_) => libc::ECOMM,
         }
     }
 }

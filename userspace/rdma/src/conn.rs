@@ -66,6 +66,16 @@ impl RemoteRegion {
         b
     }
 
+    /// A region a peer named: checked, as anything a peer sends.
+    pub fn new(addr: u64, rkey: u32, len: u64) -> Result<RemoteRegion> {
+        if addr.checked_add(len).is_none() {
+            return Err(Error::Peer(format!(
+                "a region of {len} bytes at {addr:#x} wraps around"
+            )));
+        }
+        Ok(RemoteRegion { addr, rkey, len })
+    }
+
     /// Read from a peer's bytes: checked, as anything a peer sends.
     pub fn from_bytes(b: &[u8]) -> Result<RemoteRegion> {
         if b.len() < Self::BYTES {
@@ -75,18 +85,11 @@ impl RemoteRegion {
                 Self::BYTES
             )));
         }
-        let r = RemoteRegion {
-            addr: u64::from_le_bytes(b[..8].try_into().unwrap()),
-            rkey: u32::from_le_bytes(b[8..12].try_into().unwrap()),
-            len: u64::from_le_bytes(b[12..20].try_into().unwrap()),
-        };
-        if r.addr.checked_add(r.len).is_none() {
-            return Err(Error::Peer(format!(
-                "a region of {} bytes at {:#x} wraps around",
-                r.len, r.addr
-            )));
-        }
-        Ok(r)
+        RemoteRegion::new(
+            u64::from_le_bytes(b[..8].try_into().unwrap()),
+            u32::from_le_bytes(b[8..12].try_into().unwrap()),
+            u64::from_le_bytes(b[12..20].try_into().unwrap()),
+        )
     }
 
     /// `[offset, offset + len)` inside the region, or why not.

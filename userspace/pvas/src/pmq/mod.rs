@@ -31,6 +31,7 @@
 
 mod durable;
 mod peer;
+pub mod remote;
 
 pub use durable::durable_floor;
 
@@ -79,26 +80,32 @@ impl QueueSpec {
                 crate::layout::QUEUES_PER_MEMBER
             )));
         }
-        if self.entry_size == 0
-            || self.entry_size > 64 << 20
-            || self.entry_count == 0
-            || self.entry_count > 1 << 20
-        {
-            return Err(Error::Invalid(format!(
-                "entry size {} (1..=64 MiB) or count {} (1..=1Mi) out of range",
-                self.entry_size, self.entry_count
-            )));
-        }
-        Ok(())
+        check_geometry(self.entry_size, self.entry_count)
     }
 
     fn stride(&self) -> u64 {
-        (ENTRY_HEADER + self.entry_size as u64).div_ceil(64) * 64
+        stride(self.entry_size)
     }
 }
 
+/// Entries of 1 B to 64 MiB, 1 to 1 Mi of them: a queue's geometry, local
+/// or between machines.
+pub(crate) fn check_geometry(entry_size: u32, entry_count: u32) -> Result<()> {
+    if entry_size == 0 || entry_size > 64 << 20 || entry_count == 0 || entry_count > 1 << 20 {
+        return Err(Error::Invalid(format!(
+            "entry size {entry_size} (1..=64 MiB) or count {entry_count} (1..=1Mi) out of range"
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes from one entry to the next: header and payload, whole cache lines.
+pub(crate) fn stride(entry_size: u32) -> u64 {
+    (ENTRY_HEADER + entry_size as u64).div_ceil(64) * 64
+}
+
 /// Entry header: sequence number (u64), length (u32), checksum (u32).
-const ENTRY_HEADER: u64 = 16;
+pub(crate) const ENTRY_HEADER: u64 = 16;
 
 /// How far the queue has come, as one side sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +149,55 @@ fn checksum(epoch: u64, seq: u64, payload: &[u8]) -> u32 {
             .chain(seq.to_le_bytes())
             .chain(payload.iter().copied()),
     )
+}
+
+/// Writes the entry for message `seq` carrying `msg` at `e`: payload,
+/// length and checksum, then the sequence number, which makes it count.
+///
+/// # Safety
+/// `e` points at an entry slot with room for `ENTRY_HEADER + msg.len()`
+/// bytes that no one else writes now.
+pub(crate) unsafe fn write_entry(e: *mut u8, epoch: u64, seq: u64, msg: &[u8]) {
+    std::ptr::copy_nonoverlapping(msg.as_ptr(), e.add(ENTRY_HEADER as usize), msg.len());
+    std::ptr::write_unaligned(e.add(8) as *mut u32, msg.len() as u32);
+    std::ptr::write_unaligned(e.add(12) as *mut u32, checksum(epoch, seq, msg));
+    std::ptr::write_unaligned(e as *mut u64, seq);
+}
+
+/// (sequence number, payload) of the entry at `e` if it is complete and of
+/// `epoch`, its length at most `entry_size`.
+///
+/// # Safety
+/// `e` points at an entry slot of `ENTRY_HEADER + entry_size` readable
+/// bytes that live as long as the returned payload.
+pub(crate) unsafe fn read_entry<'e>(
+    e: *const u8,
+    epoch: u64,
+    entry_size: u32,
+) -> Option<(u64, &'e [u8])> {
+    let seq = std::ptr::read_unaligned(e as *const u64);
+    let len = std::ptr::read_unaligned(e.add(8) as *const u32) as usize;
+    let sum = std::ptr::read_unaligned(e.add(12) as *const u32);
+    if seq == 0 || len > entry_size as usize {
+        return None;
+    }
+    let payload = std::slice::from_raw_parts(e.add(ENTRY_HEADER as usize), len);
+    (checksum(epoch, seq, payload) == sum).then_some((seq, payload))
+}
+
+/// The `take` of a plain dequeue: the payload copied into `buf`, its
+/// length returned.
+pub(crate) fn into_buf(buf: &mut [u8]) -> impl FnOnce(u64, &[u8]) -> Result<usize> + '_ {
+    move |_, payload| {
+        if payload.len() > buf.len() {
+            return Err(Error::TooLarge {
+                len: payload.len() as u64,
+                cap: buf.len() as u64,
+            });
+        }
+        buf[..payload.len()].copy_from_slice(payload);
+        Ok(payload.len())
+    }
 }
 
 #[cfg(feature = "fault-injection")]
@@ -435,12 +491,7 @@ impl<'a> PmQueue<'a> {
         let e = self.entry(n);
         // SAFETY: entry n is free (the receiver consumed it), only this
         // sender writes entries, and msg fits (checked above).
-        unsafe {
-            std::ptr::copy_nonoverlapping(msg.as_ptr(), e.add(ENTRY_HEADER as usize), msg.len());
-            std::ptr::write_unaligned(e.add(8) as *mut u32, msg.len() as u32);
-            std::ptr::write_unaligned(e.add(12) as *mut u32, checksum(self.epoch, seq, msg));
-            std::ptr::write_unaligned(e as *mut u64, seq);
-        }
+        unsafe { write_entry(e, self.epoch, seq, msg) };
         crash_point("payload", seq);
         let persist = self.space.persist_mode();
         persist.flush(Site::Entry, e, ENTRY_HEADER as usize + msg.len())?;
@@ -458,16 +509,7 @@ impl<'a> PmQueue<'a> {
     /// this returns (a crash inside it may deliver it again on resume, a
     /// crash after it never does).
     pub fn dequeue(&self, buf: &mut [u8]) -> Result<usize> {
-        self.dequeue_with(|_, payload| {
-            if payload.len() > buf.len() {
-                return Err(Error::TooLarge {
-                    len: payload.len() as u64,
-                    cap: buf.len() as u64,
-                });
-            }
-            buf[..payload.len()].copy_from_slice(payload);
-            Ok(payload.len())
-        })
+        self.dequeue_with(into_buf(buf))
     }
 
     /// Dequeues the next message by handing `(sequence number, payload)` to
@@ -554,19 +596,9 @@ impl<'a> PmQueue<'a> {
     /// (sequence number, payload) of the entry for message `index` (from
     /// 0) if it is complete and of this epoch.
     fn read_entry(&self, index: u64) -> Option<(u64, &[u8])> {
-        let e = self.entry(index);
-        // SAFETY: reads inside the entry; the length is bounds-checked
-        // before the payload slice is formed.
-        unsafe {
-            let seq = std::ptr::read_unaligned(e as *const u64);
-            let len = std::ptr::read_unaligned(e.add(8) as *const u32) as usize;
-            let sum = std::ptr::read_unaligned(e.add(12) as *const u32);
-            if seq == 0 || len > self.spec.entry_size as usize {
-                return None;
-            }
-            let payload = std::slice::from_raw_parts(e.add(ENTRY_HEADER as usize), len);
-            (checksum(self.epoch, seq, payload) == sum).then_some((seq, payload))
-        }
+        // SAFETY: the entry lies inside the area (area_ptr checked its
+        // size), which lives as long as self.
+        unsafe { read_entry(self.entry(index), self.epoch, self.spec.entry_size) }
     }
 
     /// The messages durably in the queue and not yet consumed, in order,
