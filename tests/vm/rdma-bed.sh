@@ -10,6 +10,18 @@
 # command (as sky-rdma-run does), so $! is the program itself and a kill
 # reaches it (a shell function would run in a subshell of its own).
 NS_EXEC="/usr/sbin/ip netns exec"
+
+# listening PORT: waits (at most 30 s) until an RDMA CM id listens on
+# PORT, so a client never connects before its server (a fixed sleep did
+# not allow for a slow start under TCG).
+listening() {
+	tenths=0
+	until /usr/bin/rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "; do
+		[ "$tenths" -ge 300 ] && { echo "no listener on port $1"; return 1; }
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+}
 size=${1:-65536}
 iters=${2:-200}
 rdma_pair || exit 1
@@ -20,7 +32,7 @@ ibv_devinfo -d rxe_a | grep -e transport -e state -e active_mtu
 # guest's rdma-core 56 (sky-rdma-run: its loader and libraries).
 $NS_EXEC b sky-rdma-run /bin/sky-work rdma-verbs --listen 10.77.0.2:7471 >/tmp/verbs.server 2>&1 &
 server=$!
-sleep 1
+listening 7471
 in_ns a sky-rdma-run /bin/sky-work rdma-verbs --connect 10.77.0.2:7471 >/tmp/verbs.client 2>&1
 echo "check verbs_client_exit=$?"
 wait "$server"
@@ -35,7 +47,7 @@ queue() {
 	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote recv --mode "$mode" --listen 10.77.0.2:7472 \
 		--area /tmp/q-"$mode"-recv "$@" >/tmp/q."$mode".recv 2>&1 &
 	receiver=$!
-	sleep 1
+	listening 7472
 	in_ns a sky-rdma-run /bin/sky-pvas-remote send --mode "$mode" --connect 10.77.0.2:7472 \
 		--area /tmp/q-"$mode"-send "$@" >/tmp/q."$mode".send 2>&1
 	echo "check queue_${mode}_send_exit=$?"
@@ -63,7 +75,7 @@ resume() {
 	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote recv --mode "$mode" --listen 10.77.0.2:7473 \
 		--area /tmp/r-"$mode"-recv --fresh $geometry --messages 80 >/tmp/r1."$mode".recv 2>&1 &
 	receiver=$!
-	sleep 1
+	listening 7473
 	# shellcheck disable=SC2086
 	$NS_EXEC a sky-rdma-run /bin/sky-pvas-remote send --mode "$mode" --connect 10.77.0.2:7473 \
 		--area /tmp/r-"$mode"-send --fresh $geometry --messages 200 >/tmp/r1."$mode".send 2>&1 &
@@ -82,7 +94,7 @@ resume() {
 	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote recv --mode "$mode" --listen 10.77.0.2:7474 \
 		--area /tmp/r-"$mode"-recv $geometry --messages 200 >/tmp/r2."$mode".recv 2>&1 &
 	receiver=$!
-	sleep 1
+	listening 7474
 	# shellcheck disable=SC2086
 	in_ns a sky-rdma-run /bin/sky-pvas-remote send --mode "$mode" --connect 10.77.0.2:7474 \
 		--area /tmp/r-"$mode"-send $geometry --messages 200 >/tmp/r2."$mode".send 2>&1

@@ -36,8 +36,19 @@ pub struct Hello {
     pub area: Reach,
     /// The 8-byte word the peer places its count into.
     pub counter: Reach,
-    /// The owner's area takes FLUSH to persistence (Device DAX).
-    pub area_persistent: bool,
+    /// What the owner's area lets the peer do to make an entry durable.
+    pub grants: Grants,
+}
+
+/// What the owner grants on its area, beyond what the mode needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Grants {
+    /// FLUSH to persistence (the area is on Device DAX).
+    pub flush_persistent: bool,
+    /// FLUSH to global visibility.
+    pub flush_global: bool,
+    /// Remote read (pull; push where the owner serves no FLUSH).
+    pub readable: bool,
 }
 
 impl Hello {
@@ -53,7 +64,9 @@ impl Hello {
             Role::Sender => 0,
             Role::Receiver => 1,
         };
-        b[7] = self.area_persistent as u8;
+        b[7] = self.grants.flush_persistent as u8
+            | (self.grants.flush_global as u8) << 1
+            | (self.grants.readable as u8) << 2;
         b[8..12].copy_from_slice(&self.entry_size.to_le_bytes());
         b[12..16].copy_from_slice(&self.entry_count.to_le_bytes());
         b[16..24].copy_from_slice(&self.epoch.to_le_bytes());
@@ -108,9 +121,12 @@ impl Hello {
                 addr: u64_at(44),
                 rkey: u32_at(52),
             },
-            area_persistent: match b[7] {
-                0 => false,
-                1 => true,
+            grants: match b[7] {
+                f if f < 8 => Grants {
+                    flush_persistent: f & 1 != 0,
+                    flush_global: f & 2 != 0,
+                    readable: f & 4 != 0,
+                },
                 f => return Err(bad(format!("flags {f:#x}"))),
             },
         };
@@ -168,7 +184,11 @@ mod tests {
                 addr: 0x10,
                 rkey: 5,
             },
-            area_persistent: true,
+            grants: Grants {
+                flush_persistent: true,
+                flush_global: true,
+                readable: false,
+            },
         }
     }
 

@@ -40,7 +40,7 @@ use crate::pmq::{
     check_geometry, into_buf, read_entry, stride, write_entry, Mode, Position, ENTRY_HEADER,
 };
 use crate::{Error, Result};
-use hello::{Hello, Reach};
+use hello::{Grants, Hello, Reach};
 use sky_rdma::{Access, Connection, Endpoint, Listener, Persistence, Region, RemoteRegion};
 use std::cell::Cell;
 use std::net::SocketAddrV4;
@@ -125,7 +125,12 @@ const MAX_COUNT: u64 = 1 << 62;
 /// How long a side waits for its peer before giving up.
 pub const PEER_WAIT: Duration = Duration::from_secs(60);
 
+/// Fields drop in declaration order: the registrations go (the NIC can
+/// no longer reach the memory) before the memory they cover.
 pub struct RemoteQueue {
+    _local_mr: Option<Region>,
+    stage_mr: Region,
+    _counter_mr: Region,
     spec: Spec,
     role: Role,
     epoch: u64,
@@ -133,13 +138,12 @@ pub struct RemoteQueue {
     /// The owner's area, or the pull receiver's state file (the push
     /// sender keeps nothing durable: the receiver's area says it all).
     local: Option<Area>,
-    _local_mr: Option<Region>,
-    /// A staging buffer for the entry in flight (non-owners).
-    stage: Vec<u8>,
-    stage_mr: Region,
-    /// The word the peer places its count into.
+    /// A staging buffer for the entry in flight (non-owners), written by
+    /// this side and by the NIC through `stage_ptr`.
+    _stage: Vec<u8>,
+    stage_ptr: *mut u8,
+    /// The word the peer places its count into; NOT_PLACED until it does.
     counter: Box<AtomicU64>,
-    _counter_mr: Region,
     /// What the peer's hello said its count was (its word may not have
     /// been written yet).
     counter_floor: u64,
@@ -148,9 +152,15 @@ pub struct RemoteQueue {
     durability: Durability,
     /// Sender: messages in for good. Receiver: messages consumed for good.
     count: Cell<u64>,
+    /// Why the connection can no longer be trusted to tell the peer this
+    /// side's count (what is committed here stays committed).
+    broken: std::cell::RefCell<Option<String>>,
     /// The server's listening id, kept while its connection lives.
     _listener: Option<Listener>,
 }
+
+/// The counter word before the peer's first placement.
+const NOT_PLACED: u64 = u64::MAX;
 
 impl RemoteQueue {
     /// Opens this side of the queue and connects to the other. `path`: the
@@ -179,10 +189,14 @@ impl RemoteQueue {
         if let Some(area) = &local {
             let on_file = read_header(area, &spec);
             if owner {
+                // A new epoch is past the old and past any a recreated
+                // file could have held (the clock's nanoseconds), so an
+                // epoch never repeats for a peer that remembers one.
+                let new_epoch = |old: u64| old.saturating_add(1).max(now_ns()).min(MAX_COUNT);
                 epoch = match on_file {
                     Some((e, _)) if !fresh => e,
-                    Some((e, _)) => e + 1,
-                    None => word(area, AT_EPOCH).wrapping_add(1).max(1),
+                    Some((e, _)) => new_epoch(e),
+                    None => new_epoch(word(area, AT_EPOCH).min(MAX_COUNT)),
                 };
                 if fresh || on_file.is_none() {
                     init_header(area, &spec, epoch)?;
@@ -192,15 +206,20 @@ impl RemoteQueue {
                     // ring's worth past what is consumed.
                     Role::Receiver => {
                         let consumed = word(area, AT_CONSUMED);
-                        let limit = consumed.saturating_add(spec.entry_count as u64);
-                        (consumed, durable_end(area, &spec, epoch, consumed, limit))
+                        if consumed > MAX_COUNT {
+                            return Err(Error::Invalid(format!(
+                                "{}: a consumed count of {consumed}: not a queue area",
+                                path.display()
+                            )));
+                        }
+                        (consumed, durable_end(area, &spec, epoch, Some(consumed)))
                     }
                     Role::Sender => {
-                        let end = durable_end(area, &spec, epoch, 0, u64::MAX);
+                        let end = durable_end(area, &spec, epoch, None);
                         (end, end)
                     }
                 };
-            } else if let Some((e, consumed)) = on_file {
+            } else if let Some((e, consumed)) = on_file.filter(|&(_, c)| c <= MAX_COUNT) {
                 (epoch, count, told) = (e, consumed, consumed);
             }
         }
@@ -215,7 +234,7 @@ impl RemoteQueue {
         }
         .map_err(rdma)?;
         let caps = endpoint.caps();
-        let counter = Box::new(AtomicU64::new(0));
+        let counter = Box::new(AtomicU64::new(NOT_PLACED));
         // SAFETY: each registered buffer lives in the queue, which drops
         // the regions first (field order does not matter: the region only
         // keeps the registration, and the memory outlives it in `self`).
@@ -228,10 +247,14 @@ impl RemoteQueue {
         }
         .map_err(rdma)?;
         let mut stage = vec![0u8; if owner { 64 } else { spec.stride() }];
-        let stage_mr =
-            unsafe { endpoint.register(stage.as_mut_ptr(), stage.len(), Access::LOCAL_WRITE) }
-                .map_err(rdma)?;
-        let mut area_persistent = false;
+        let stage_ptr = stage.as_mut_ptr();
+        let stage_mr = unsafe { endpoint.register(stage_ptr, stage.len(), Access::LOCAL_WRITE) }
+            .map_err(rdma)?;
+        // Only the ring is registered (never the header), with what the
+        // peer needs: remote write and the FLUSHes this device can serve
+        // (push; remote read too where it serves none, for the sender's
+        // READ-after-WRITE), remote read (pull).
+        let mut grants = Grants::default();
         let local_mr = match (&local, owner) {
             (Some(area), true) => {
                 let mut access = Access::LOCAL_WRITE;
@@ -239,17 +262,25 @@ impl RemoteQueue {
                     access = access | Access::REMOTE_WRITE;
                     if caps.flush_global {
                         access = access | Access::FLUSH_GLOBAL;
+                        grants.flush_global = true;
                     }
                     if caps.flush_persistent && area.devdax {
                         access = access | Access::FLUSH_PERSISTENT;
-                        area_persistent = true;
+                        grants.flush_persistent = true;
+                    }
+                    if !grants.flush_global && !grants.flush_persistent {
+                        access = access | Access::REMOTE_READ;
+                        grants.readable = true;
                     }
                 } else {
                     access = access | Access::REMOTE_READ;
+                    grants.readable = true;
                 }
-                // SAFETY: the area stays mapped while the queue lives.
+                // SAFETY: the area stays mapped while the queue lives; the
+                // ring starts after the header, inside it.
+                let ring = unsafe { area.ptr().add(HEADER) };
                 Some(
-                    unsafe { endpoint.register(area.ptr(), spec.area_bytes(), access) }
+                    unsafe { endpoint.register(ring, spec.area_bytes() - HEADER, access) }
                         .map_err(rdma)?,
                 )
             }
@@ -279,7 +310,7 @@ impl RemoteQueue {
                     rkey: r.rkey,
                 }
             },
-            area_persistent,
+            grants,
         };
         let (conn, data) = endpoint.connect(&mine.to_bytes()).map_err(rdma)?;
         let theirs = Hello::from_peer(&data, &spec, role)?;
@@ -288,7 +319,7 @@ impl RemoteQueue {
                 .map_err(|e| Error::RemoteCorrupt(e.to_string()))
         };
         let peer_area = (!owner)
-            .then(|| reach(theirs.area, spec.area_bytes()))
+            .then(|| reach(theirs.area, spec.area_bytes() - HEADER))
             .transpose()?;
         let peer_counter = Some(reach(theirs.counter, 8)?);
         // A count counts only in the owner's epoch.
@@ -327,12 +358,18 @@ impl RemoteQueue {
             }
             _ => peer_count,
         };
-        let durability = if theirs.area_persistent && caps.flush_persistent {
+        // What the owner grants and this device can do, both.
+        let g = theirs.grants;
+        let durability = if g.flush_persistent && caps.flush_persistent {
             Durability::FlushPersistent
-        } else if caps.flush_global {
+        } else if g.flush_global && caps.flush_global {
             Durability::FlushGlobal
-        } else {
+        } else if g.readable || spec.mode == Mode::Pull || role == Role::Receiver {
             Durability::ReadAfterWrite
+        } else {
+            return Err(Error::Rdma(
+                "no way to make entries durable at the receiver: it grants a FLUSH this device cannot send, and no read".into(),
+            ));
         };
         let q = RemoteQueue {
             spec,
@@ -341,7 +378,8 @@ impl RemoteQueue {
             conn,
             local,
             _local_mr: local_mr,
-            stage,
+            _stage: stage,
+            stage_ptr,
             stage_mr,
             counter,
             _counter_mr: counter_mr,
@@ -350,6 +388,7 @@ impl RemoteQueue {
             peer_counter,
             durability,
             count: Cell::new(count),
+            broken: std::cell::RefCell::new(None),
             _listener: listener,
         };
         if role == Role::Receiver {
@@ -371,7 +410,29 @@ impl RemoteQueue {
 
     /// The peer's count as its word shows it, never below its hello's.
     fn peer_count(&self) -> u64 {
-        self.counter.load(Ordering::Acquire).max(self.counter_floor)
+        match self.counter.load(Ordering::Acquire) {
+            NOT_PLACED => self.counter_floor,
+            w => w.max(self.counter_floor),
+        }
+    }
+
+    /// Refuses work once the peer could not be told a committed count.
+    fn check_broken(&self) -> Result<()> {
+        match &*self.broken.borrow() {
+            Some(why) => Err(Error::Rdma(format!(
+                "the connection broke ({why}); what was committed stays: open the queue again"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Tells the peer this side's committed count; a failure leaves the
+    /// commit standing (the next hello carries the count) and the queue
+    /// refusing further work.
+    fn tell_count(&self) {
+        if let Err(e) = self.place_count() {
+            *self.broken.borrow_mut() = Some(e.to_string());
+        }
     }
 
     /// Places this side's count into the peer's counter word.
@@ -410,6 +471,7 @@ impl RemoteQueue {
     /// sequence number once it is durable at the queue's owner.
     pub fn enqueue(&self, msg: &[u8]) -> Result<u64> {
         self.require(Role::Sender)?;
+        self.check_broken()?;
         if msg.len() > self.spec.entry_size as usize {
             return Err(Error::TooLarge {
                 len: msg.len() as u64,
@@ -418,6 +480,13 @@ impl RemoteQueue {
         }
         let sent = self.count.get();
         let slots = self.spec.entry_count as u64;
+        if self.local.is_none() {
+            // The receiver places its count once it has opened its QP to
+            // FLUSH: no FLUSH goes before that.
+            self.wait("the receiver to be ready", || {
+                Ok(self.counter.load(Ordering::Acquire) != NOT_PLACED)
+            })?;
+        }
         self.wait("room in the queue", || {
             let consumed = self.peer_count();
             match sent.checked_sub(consumed) {
@@ -437,16 +506,17 @@ impl RemoteQueue {
                 unsafe { write_entry(area.ptr().add(offset), self.epoch, seq, msg) };
                 area.persist(Site::Entry, offset, len)?;
                 self.count.set(seq);
-                self.place_count()?;
+                self.tell_count();
             }
             // Push: into the receiver's area, then made durable there.
             (None, Some(remote)) => {
                 // SAFETY: the stage holds a whole entry (stride bytes).
-                unsafe { write_entry(self.stage.as_ptr() as *mut u8, self.epoch, seq, msg) };
+                unsafe { write_entry(self.stage_ptr, self.epoch, seq, msg) };
+                let at = offset - HEADER;
                 self.conn
-                    .write(&self.stage_mr, 0, len, remote, offset as u64)
+                    .write(&self.stage_mr, 0, len, remote, at as u64)
                     .map_err(rdma)?;
-                self.make_durable(remote, offset, len)?;
+                self.make_durable(remote, at, len)?;
                 self.count.set(seq);
             }
             (None, None) => unreachable!("a push sender always has the receiver's area"),
@@ -477,6 +547,7 @@ impl RemoteQueue {
     /// `take`; it is consumed for good only if `take` succeeds.
     pub fn dequeue_with<T>(&self, take: impl FnOnce(u64, &[u8]) -> Result<T>) -> Result<T> {
         self.require(Role::Receiver)?;
+        self.check_broken()?;
         let consumed = self.count.get();
         let next = consumed + 1;
         let offset = self.offset(consumed);
@@ -511,13 +582,17 @@ impl RemoteQueue {
                 })?;
                 let len = ENTRY_HEADER as usize + self.spec.entry_size as usize;
                 self.conn
-                    .read(&self.stage_mr, 0, len, remote, offset as u64)
+                    .read(&self.stage_mr, 0, len, remote, (offset - HEADER) as u64)
                     .map_err(rdma)?;
                 // SAFETY: the stage holds the entry just read.
                 let (seq, payload) =
-                    unsafe { read_entry(self.stage.as_ptr(), self.epoch, self.spec.entry_size) }
+                    unsafe { read_entry(self.stage_ptr, self.epoch, self.spec.entry_size) }
                         .filter(|(s, _)| *s == next)
-                        .ok_or(Error::Corrupt(next))?;
+                        .ok_or_else(|| {
+                            peer_corrupt(format!(
+                                "entry {next} in the sender's area is torn or foreign"
+                            ))
+                        })?;
                 let value = take(seq, payload)?;
                 init_word_once(area, &self.spec, self.epoch)?;
                 write_word(area, AT_CONSUMED, seq);
@@ -526,7 +601,7 @@ impl RemoteQueue {
             }
         };
         self.count.set(next);
-        self.place_count()?;
+        self.tell_count();
         Ok(value)
     }
 
@@ -617,23 +692,29 @@ fn init_word_once(area: &Area, spec: &Spec, epoch: u64) -> Result<()> {
     }
 }
 
-/// The messages durably in an owner's area: the highest sequence number
-/// of a complete entry of `epoch` in its own slot, from `floor` up to
-/// `limit` (entries are made durable one after another, so every one
-/// before it is complete or consumed).
-fn durable_end(area: &Area, spec: &Spec, epoch: u64, floor: u64, limit: u64) -> u64 {
+/// The messages durably in an owner's area: the unbroken run of complete
+/// entries of `epoch`, each in its own slot, after `from` (the consumed
+/// count), or, when that is not known (a pull sender opening), after the
+/// oldest entry the ring still holds; at most a ring's worth.
+fn durable_end(area: &Area, spec: &Spec, epoch: u64, from: Option<u64>) -> u64 {
     let slots = spec.entry_count as u64;
-    let mut end = floor;
-    for slot in 0..slots {
+    let seq_in = |slot: u64| {
         let offset = HEADER + slot as usize * spec.stride();
         // SAFETY: the slot lies inside the area.
-        if let Some((seq, _)) =
-            unsafe { read_entry(area.ptr().add(offset), epoch, spec.entry_size) }
-        {
-            if (seq - 1) % slots == slot && seq <= limit {
-                end = end.max(seq);
-            }
-        }
+        unsafe { read_entry(area.ptr().add(offset), epoch, spec.entry_size) }
+            .map(|(seq, _)| seq)
+            .filter(|&seq| (seq - 1) % slots == slot && seq <= MAX_COUNT)
+    };
+    let start = from.unwrap_or_else(|| (0..slots).filter_map(seq_in).min().map_or(0, |m| m - 1));
+    let mut n = start;
+    while n < start + slots && seq_in(n % slots) == Some(n + 1) {
+        n += 1;
     }
-    end
+    n
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
 }
