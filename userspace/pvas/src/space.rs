@@ -538,8 +538,6 @@ fn check_id(id: u32, max_members: u32) -> Result<()> {
     Ok(())
 }
 
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-
 /// The space's address range, claimed in this process with an anonymous
 /// MAP_FIXED_NOREPLACE mapping until the file is mapped over it.
 ///
@@ -600,9 +598,7 @@ impl Drop for Reservation {
 /// DAX, and picks the persistence mode to match.
 fn map_over(reserved: Reservation, file: &File, path: &Path) -> Result<(*mut u8, PersistMode)> {
     let fd = file.as_raw_fd();
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatfs fills the struct we own.
-    let on_tmpfs = unsafe { libc::fstatfs(fd, &mut fs) } == 0 && fs.f_type as i64 == TMPFS_MAGIC;
+
     // SAFETY: replaces only our own reservation, with the file.
     let over = |flags| unsafe {
         libc::mmap(
@@ -614,18 +610,7 @@ fn map_over(reserved: Reservation, file: &File, path: &Path) -> Result<(*mut u8,
             0,
         )
     };
-    let (p, mode) = if on_tmpfs {
-        (over(libc::MAP_SHARED), PersistMode::Volatile)
-    } else {
-        match over(libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
-            p if p != libc::MAP_FAILED => {
-                use std::os::unix::fs::MetadataExt;
-                let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
-                (p, PersistMode::for_dax(dev))
-            }
-            _ => (over(libc::MAP_SHARED), PersistMode::Msync),
-        }
-    };
+    let (p, mode) = crate::persist::map_durably(file, over);
     if p == libc::MAP_FAILED {
         // The reservation is still in place and unmapped when dropped.
         return Err(Error::io(

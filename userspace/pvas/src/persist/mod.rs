@@ -131,6 +131,34 @@ impl PersistMode {
     }
 }
 
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// Maps `file` through `map` (given the mmap flags to use) the way its
+/// stores can be made durable, and says how: plain shared on tmpfs
+/// (volatile), MAP_SYNC where the filesystem is DAX, else plain shared
+/// with msync. Returns MAP_FAILED from `map` as it came.
+pub fn map_durably(
+    file: &std::fs::File,
+    map: impl Fn(i32) -> *mut libc::c_void,
+) -> (*mut libc::c_void, PersistMode) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: zero is valid for the C struct; fstatfs fills it.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    let on_tmpfs =
+        unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } == 0 && fs.f_type as i64 == TMPFS_MAGIC;
+    if on_tmpfs {
+        return (map(libc::MAP_SHARED), PersistMode::Volatile);
+    }
+    match map(libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
+        p if p != libc::MAP_FAILED => {
+            let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
+            (p, PersistMode::for_dax(dev))
+        }
+        _ => (map(libc::MAP_SHARED), PersistMode::Msync),
+    }
+}
+
 fn msync(ptr: *const u8, len: usize) -> Result<()> {
     let page = 4096usize;
     let start = (ptr as usize) & !(page - 1);

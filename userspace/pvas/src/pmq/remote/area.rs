@@ -14,7 +14,6 @@ use std::path::Path;
 
 /// Device DAX maps in units of its alignment (2 MiB by default).
 const DEVDAX_ALIGN: usize = 2 << 20;
-const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 pub struct Area {
     ptr: *mut u8,
@@ -75,18 +74,7 @@ impl Area {
         let (ptr, persist) = if devdax {
             (map(libc::MAP_SHARED), PersistMode::for_dax(meta.rdev()))
         } else {
-            // SAFETY: fstatfs on our open file.
-            let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-            let tmpfs =
-                unsafe { libc::fstatfs(fd, &mut fs) } == 0 && fs.f_type as i64 == TMPFS_MAGIC;
-            if tmpfs {
-                (map(libc::MAP_SHARED), PersistMode::Volatile)
-            } else {
-                match map(libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
-                    p if p != libc::MAP_FAILED => (p, PersistMode::for_dax(meta.dev())),
-                    _ => (map(libc::MAP_SHARED), PersistMode::Msync),
-                }
-            }
+            crate::persist::map_durably(&file, map)
         };
         if ptr == libc::MAP_FAILED {
             return Err(io(std::io::Error::last_os_error()));

@@ -79,6 +79,11 @@ impl Spec {
         stride(self.entry_size) as usize
     }
 
+    /// Where message `index` (from 0) sits in the owner's area.
+    fn entry_offset(&self, index: u64) -> usize {
+        HEADER + (index % self.entry_count as u64) as usize * self.stride()
+    }
+
     /// The owner's area: the header, then the ring of entries.
     pub fn area_bytes(&self) -> usize {
         HEADER + self.entry_count as usize * self.stride()
@@ -631,7 +636,7 @@ impl RemoteQueue {
     }
 
     fn offset(&self, index: u64) -> usize {
-        HEADER + (index % self.spec.entry_count as u64) as usize * self.spec.stride()
+        self.spec.entry_offset(index)
     }
 
     fn require(&self, role: Role) -> Result<()> {
@@ -699,7 +704,7 @@ fn init_word_once(area: &Area, spec: &Spec, epoch: u64) -> Result<()> {
 fn durable_end(area: &Area, spec: &Spec, epoch: u64, from: Option<u64>) -> u64 {
     let slots = spec.entry_count as u64;
     let seq_in = |slot: u64| {
-        let offset = HEADER + slot as usize * spec.stride();
+        let offset = spec.entry_offset(slot);
         // SAFETY: the slot lies inside the area.
         unsafe { read_entry(area.ptr().add(offset), epoch, spec.entry_size) }
             .map(|(seq, _)| seq)
