@@ -2,8 +2,9 @@
 //! the VM: soft-RoCE (rxe) on both ends of a veth pair between two network
 //! namespaces, rdma-core 56 and perftest (xtask/src/guest_tools.rs,
 //! tests/vm/lib.sh `rdma_pair`, tests/vm/rdma-bed.sh): the verbs, the
-//! queue push and pull, its resume after a kill, perftest as the ceiling. Boots a VM, so #[ignore]d
-//! in a plain `cargo test`; `cargo xtask test` runs it.
+//! queue push and pull, its resume after a kill of either side and a link
+//! taken down, a hostile peer refused, perftest as the ceiling. Boots a
+//! VM, so #[ignore]d in a plain `cargo test`; `cargo xtask test` runs it.
 
 // Shared by the VM test binaries; each uses part of it.
 #[allow(dead_code)]
@@ -18,6 +19,8 @@ use xtask::vm::VmConfig;
 fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill() {
     let cfg = VmConfig {
         rdma: true,
+        extra_binaries: xtask::pvas::hostile_binary()
+            .unwrap_or_else(|e| panic!("building the hostile peer: {e:#}")),
         ..scenario_config("1x2x1")
     };
     let out = run_scenario_configured("rdma-bed", "65536 200", &cfg);
@@ -107,6 +110,62 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
             ("81", "200"),
             "{mode}"
         );
+    }
+    // The receiver killed inside a dequeue (SIGKILL; message 80 applied,
+    // not yet consumed for good) and started again, push and pull; the link cut for 1 s (push) and 12 s (pull): both sides
+    // open the queue again from their durable state; the receiver's record of what it
+    // applied lists 1 to 240, each once.
+    for mode in ["push", "pull"] {
+        for how in ["kill", "link"] {
+            for key in ["send_exit", "recv_exit"] {
+                assert_eq!(
+                    check(&c, &format!("survive_{mode}_{how}_{key}")),
+                    "0",
+                    "{mode} {how} {key}"
+                );
+            }
+            assert_eq!(
+                check(&c, &format!("survive_{mode}_{how}_applied_once")),
+                "1",
+                "{mode} {how}: not every message applied once"
+            );
+        }
+        // A killed receiver breaks the sender's connection: it reopened.
+        let reopened = |how: &str| -> u32 {
+            check(&c, &format!("survive_{mode}_{how}_reopened"))
+                .parse()
+                .unwrap()
+        };
+        assert!(reopened("kill") >= 1, "{mode}: the sender never reopened");
+        // Killed inside the dequeue of message 80, after applying it: it
+        // comes again, and the application's record skips it.
+        assert_eq!(
+            check(&c, &format!("survive_{mode}_kill_again")),
+            "1",
+            "{mode}: the message in flight at the kill did not come again once"
+        );
+        // Pull's link is cut for 12 s, past every work request's 10 s
+        // limit: the connection broke and was made again.
+        if mode == "pull" {
+            assert!(reopened("link") >= 1, "a 12 s cut never broke the link");
+        }
+    }
+    // A hostile peer: garbage into a push receiver's ring and counter,
+    // impossible consumed counts to a pull sender: refused with the reason
+    // (the honest end exits 1 naming the broken protocol); a read of a
+    // push receiver's ring and a write into a pull sender's: refused by
+    // the NIC (remote access error); then an honest peer finishes the
+    // queue and every message is applied once.
+    for mode in ["push", "pull"] {
+        let k = |key: &str| check(&c, &format!("hostile_{mode}_{key}"));
+        assert_eq!(k("scribble_exit"), "0", "{mode}: the hostile peer failed");
+        assert_eq!(k("victim_exit"), "1", "{mode}: garbage was not refused");
+        assert_eq!(k("refused"), "1", "{mode}: refused without the reason");
+        assert_eq!(k("reach_exit"), "0", "{mode}: reached beyond its grant");
+        assert_eq!(k("reach_refused"), "1", "{mode}");
+        assert_eq!(k("honest_exit"), "0", "{mode}");
+        assert_eq!(k("victim_again_exit"), "0", "{mode}");
+        assert_eq!(k("applied_once"), "1", "{mode}: something was lost");
     }
     for test in ["ib_write_bw", "ib_read_bw", "ib_write_lat"] {
         assert_eq!(check(&c, &format!("{test}_exit")), "0", "{test} failed");

@@ -58,7 +58,8 @@ queue() {
 		sed -n "s/^ok done /result workload=rdma-queue mode=$mode side=$side /p" /tmp/q."$mode".$side
 	done
 }
-geometry="--entry-size 4096 --entries 16 --sizes 1,64,100,4096,777"
+shape="--entry-size 4096 --entries 16"
+geometry="$shape --sizes 1,64,100,4096,777"
 for mode in push pull; do
 	# shellcheck disable=SC2086
 	queue "$mode" --fresh $geometry --messages 200
@@ -107,6 +108,155 @@ resume() {
 }
 resume push
 resume pull
+
+# bounded PID SECS: waits for PID, killing it after SECS; its status.
+bounded() {
+	(
+		sleep "$2"
+		kill -9 "$1" 2>/dev/null
+	) &
+	guard=$!
+	wait "$1"
+	rc=$?
+	kill "$guard" 2>/dev/null
+	return "$rc"
+}
+
+# applied_once FILE N: 1 if FILE lists 1 to N, one a line, each once.
+applied_once() {
+	awk -v n="$2" 'NR != $1 { bad = 1 } END { print (bad || NR != n) ? 0 : 1 }' "$1" 2>/dev/null || echo 0
+}
+
+# survive MODE HOW PORT [SECS]: 240 messages; once the receiver has
+# applied 80, HOW happens: `kill`, the receiver is killed (SIGKILL) inside
+# the dequeue of message 80, applied but not yet consumed for good, and
+# started again as a new process; `link`, the link
+# between the machines drops every packet both ways for SECS seconds
+# (netem on each end: a network's loss, the sender's transmit succeeds)
+# and comes back. Both sides open the queue again when their connection
+# breaks (--retry-for) and go on from their durable state; the receiver
+# records each message it applies (--applied): 1 to 240, each once, every
+# byte checked.
+survive() {
+	mode=$1
+	how=$2
+	port=$3
+	applied=/tmp/s-$mode-$how.applied
+	rm -f "$applied"
+	recv="recv --mode $mode --listen 10.77.0.2:$port --area /tmp/s-$mode-$how-recv $geometry --messages 240 --retry-for 30 --applied $applied"
+	# The receiver holds message 80 (applied, not yet consumed for
+	# good): until it is killed, or for 2 s while the link is cut, so
+	# the cut falls mid-stream (the sender has filled the ring and waits).
+	hold="--hold-in-take 80"
+	[ "$how" = link ] && hold="$hold --hold-for 2"
+	# shellcheck disable=SC2086
+	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote $recv --fresh $hold >/tmp/s1."$mode.$how".recv 2>&1 &
+	receiver=$!
+	listening "$port"
+	# shellcheck disable=SC2086
+	$NS_EXEC a sky-rdma-run /bin/sky-pvas-remote send --mode "$mode" --connect 10.77.0.2:"$port" \
+		--area /tmp/s-"$mode-$how"-send --fresh $geometry --messages 240 --retry-for 30 \
+		>/tmp/s."$mode.$how".send 2>&1 &
+	sender=$!
+	wait_line /tmp/s1."$mode.$how".recv "^ok holding 80" "$receiver" 300
+	case $how in
+	kill)
+		kill -9 "$receiver"
+		wait "$receiver" 2>/dev/null
+		# shellcheck disable=SC2086
+		$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote $recv >/tmp/s2."$mode.$how".recv 2>&1 &
+		receiver=$!
+		;;
+	link)
+		# Packets dropped, the link itself left up: taking a veth down
+		# (or a local queue that refuses packets) leaves soft-RoCE's CM
+		# queue pair (QP1) in the error state for good on this kernel,
+		# so no new connection forms on the device again: a defect of
+		# rxe that real NICs do not share.
+		in_ns a /usr/sbin/tc qdisc add dev veth_a root netem loss 100%
+		in_ns b /usr/sbin/tc qdisc add dev veth_b root netem loss 100%
+		sleep "$4"
+		in_ns a /usr/sbin/tc qdisc del dev veth_a root
+		in_ns b /usr/sbin/tc qdisc del dev veth_b root
+		;;
+	esac
+	bounded "$sender" 120
+	echo "check survive_${mode}_${how}_send_exit=$?"
+	bounded "$receiver" 60
+	echo "check survive_${mode}_${how}_recv_exit=$?"
+	echo "check survive_${mode}_${how}_applied_once=$(applied_once "$applied" 240)"
+	echo "check survive_${mode}_${how}_reopened=$(cat /tmp/s*."$mode.$how".* | grep -c '^ok reopen')"
+	echo "check survive_${mode}_${how}_again=$(sed -n 's/^ok applied .*(again=\([0-9]*\)).*/\1/p' /tmp/s*."$mode.$how".recv | tail -1)"
+	cat /tmp/s*."$mode.$how".*
+}
+survive push kill 7475
+survive pull kill 7476
+# A second: RC's retries ride it out. Twelve: every work request waits
+# past its 10 s limit, both sides break and reconnect once it is back.
+survive push link 7477 1
+survive pull link 7478 12
+
+# A hostile peer (sky-pvas-hostile: well-formed hellos, then garbage): it
+# writes garbage into a push receiver's ring and counter word, and places
+# impossible consumed counts into a pull sender's; the honest end refuses
+# with the reason. It then reaches beyond its grant (a READ of a push
+# receiver's ring, a WRITE into a pull sender's): the honest end's NIC
+# refuses. Nothing the honest end held durably is lost: an honest peer
+# then finishes the queue, every message applied once.
+hostile() {
+	mode=$1
+	port=$2
+	applied=/tmp/h-$mode.applied
+	rm -f "$applied"
+	if [ "$mode" = push ]; then
+		owner="recv --mode push --listen 10.77.0.2:$port --area /tmp/h-push-recv $geometry --messages 40 --applied $applied --retry-for 30"
+		honest="send --mode push --connect 10.77.0.2:$port $geometry --retry-for 30"
+		bad="send --mode push --connect 10.77.0.2:$port $shape"
+	else
+		owner="send --mode pull --listen 10.77.0.2:$port --area /tmp/h-pull-send $geometry --messages 40 --retry-for 30"
+		honest="recv --mode pull --connect 10.77.0.2:$port --area /tmp/h-pull-recv $geometry --applied $applied --retry-for 30"
+		bad="recv --mode pull --connect 10.77.0.2:$port --area /tmp/h-pull-bad $shape"
+	fi
+	# shellcheck disable=SC2086
+	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote $owner --fresh >/tmp/h1."$mode" 2>&1 &
+	victim=$!
+	listening "$port"
+	if [ "$mode" = push ]; then
+		# shellcheck disable=SC2086
+		in_ns a sky-rdma-run /bin/sky-pvas-remote $honest --messages 20 >/tmp/h0."$mode" 2>&1
+		# The receiver has applied 20; the sender left: it listens again.
+		wait_line /tmp/h1."$mode" "^ok reopen" "$victim" 300
+		listening "$port"
+	fi
+	# shellcheck disable=SC2086
+	in_ns a sky-rdma-run /bin/sky-pvas-hostile $bad --act scribble >/tmp/h2."$mode" 2>&1
+	echo "check hostile_${mode}_scribble_exit=$?"
+	cat /tmp/h0."$mode" /tmp/h2."$mode" 2>/dev/null
+	bounded "$victim" 60
+	echo "check hostile_${mode}_victim_exit=$?"
+	echo "check hostile_${mode}_refused=$(grep -c "^error: the remote peer broke the queue's protocol" /tmp/h1."$mode")"
+	# shellcheck disable=SC2086
+	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote $owner >/tmp/h3."$mode" 2>&1 &
+	victim=$!
+	listening "$port"
+	# shellcheck disable=SC2086
+	in_ns a sky-rdma-run /bin/sky-pvas-hostile $bad --act reach >/tmp/h4."$mode" 2>&1
+	echo "check hostile_${mode}_reach_exit=$?"
+	cat /tmp/h1."$mode" /tmp/h4."$mode"
+	echo "check hostile_${mode}_reach_refused=$(grep -c '^ok refused: .*remote access error' /tmp/h4."$mode")"
+	# The honest end's connection broke with it: it listens again.
+	wait_line /tmp/h3."$mode" "^ok reopen" "$victim" 300
+	listening "$port"
+	# shellcheck disable=SC2086
+	in_ns a sky-rdma-run /bin/sky-pvas-remote $honest --messages 40 >/tmp/h5."$mode" 2>&1
+	echo "check hostile_${mode}_honest_exit=$?"
+	bounded "$victim" 60
+	echo "check hostile_${mode}_victim_again_exit=$?"
+	echo "check hostile_${mode}_applied_once=$(applied_once "$applied" 40)"
+	cat /tmp/h3."$mode" /tmp/h5."$mode"
+}
+hostile push 7479
+hostile pull 7480
 
 # perftest: the server in b, the client in a, over RDMA CM (-R), one run
 # each; bandwidth in MB/s, latency in microseconds.

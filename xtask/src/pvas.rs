@@ -1,9 +1,10 @@
-//! The sky-pvas crash tests in the VM (tests/vm/pvas-dax.sh): the test
-//! binary is built here (with the test-only fault injection) and placed in
-//! the guest as /bin/sky-pvas-crash-tests, with the member program it
-//! starts as /bin/sky-pvas-crash-peer (the script names it in
-//! SKY_PVAS_PEER: the path cargo baked into the tests may lie under /tmp,
-//! which the guest mounts over).
+//! Test-only sky-pvas programs for the VM, built here with the test-only
+//! fault injection. The crash tests (tests/vm/pvas-dax.sh): placed in the
+//! guest as /bin/sky-pvas-crash-tests, with the member program it starts
+//! as /bin/sky-pvas-crash-peer (the script names it in SKY_PVAS_PEER: the
+//! path cargo baked into the tests may lie under /tmp, which the guest
+//! mounts over). The hostile end of a queue between machines
+//! (tests/vm/rdma-bed.sh): /bin/sky-pvas-hostile.
 
 use crate::paths::{release_bin, workspace_root};
 use anyhow::{bail, Context, Result};
@@ -47,6 +48,28 @@ pub fn crash_test_binaries() -> Result<Vec<(PathBuf, PathBuf)>> {
         (exe, PathBuf::from(CRASH_TESTS)),
         (peer, PathBuf::from(CRASH_PEER)),
     ])
+}
+
+/// Where the hostile end of a queue between machines goes in the guest.
+pub const HOSTILE: &str = "/bin/sky-pvas-hostile";
+
+/// Builds sky-pvas-hostile (release, with the test-only fault injection:
+/// a normal build has no such program) and returns it as
+/// `VmConfig::extra_binaries` takes it.
+pub fn hostile_binary() -> Result<Vec<(PathBuf, PathBuf)>> {
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(workspace_root())
+        .args(["build", "--release", "-p", "sky-pvas", "--features"])
+        .args(["fault-injection", "--bin", "sky-pvas-hostile"])
+        .status()
+        .context("starting cargo")?;
+    if !status.success() {
+        bail!("building sky-pvas-hostile failed: {status}");
+    }
+    Ok(vec![(
+        release_bin("sky-pvas-hostile")?,
+        PathBuf::from(HOSTILE),
+    )])
 }
 
 /// The `executable` of the `crash` test target in cargo's JSON messages.

@@ -205,10 +205,13 @@ const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
 
 /// What soft-RoCE between two network namespaces needs (their
 /// dependencies, udp tunnels and the CM's, come along).
-const RDMA_MODULES: [&str; 4] = ["rdma_rxe", "ib_uverbs", "rdma_ucm", "veth"];
+/// sch_netem drops packets as a network would (the sender's transmit
+/// succeeds): tests/vm/rdma-bed.sh cuts the link with it.
+const RDMA_MODULES: [&str; 5] = ["rdma_rxe", "ib_uverbs", "rdma_ucm", "veth", "sch_netem"];
 /// iproute2's programs at their own paths (busybox's `ip` applet knows no
-/// veth nor network namespaces, and there is no `rdma` applet).
-const RDMA_TOOLS: [&str; 2] = ["/usr/sbin/ip", "/usr/bin/rdma"];
+/// veth nor network namespaces, and there is no `rdma` nor `tc` applet;
+/// `tc` cuts the link without taking it down).
+const RDMA_TOOLS: [&str; 3] = ["/usr/sbin/ip", "/usr/bin/rdma", "/usr/sbin/tc"];
 
 /// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
 pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {

@@ -1,5 +1,6 @@
-//! One reliable connection (RC) made by RDMA CM, the regions registered on
-//! it, and the operations the queue is made of, each waited for.
+//! One reliable connection (RC) made by RDMA CM: the verbs objects it
+//! owns, the two ends that make it, and what RDMA CM says about the peer
+//! once it stands.
 //!
 //! Both ends go through an [`Endpoint`]: the client's from
 //! [`Endpoint::resolve`], the server's from [`Listener::request`]. Regions
@@ -7,130 +8,119 @@
 //! data each side sends (RDMA CM private data) can name them.
 
 use crate::device::Caps;
+use crate::ops::Connection;
+use crate::region::{register, Access, Region};
 use crate::sys;
 use crate::{Error, Result};
+use std::marker::PhantomData;
 use std::net::SocketAddrV4;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// What a region lets the peer do (`ibv_access_flags`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Access(u32);
-
-impl Access {
-    /// The local side writes into it (reads land there).
-    pub const LOCAL_WRITE: Access = Access(sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0);
-    pub const REMOTE_WRITE: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0);
-    pub const REMOTE_READ: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0);
-    /// ATOMIC WRITE into it.
-    pub const REMOTE_ATOMIC: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0);
-    pub const FLUSH_GLOBAL: Access = Access(sys::ibv_access_flags::IBV_ACCESS_FLUSH_GLOBAL.0);
-    /// Registering it fails unless the memory is persistent (Device DAX).
-    pub const FLUSH_PERSISTENT: Access =
-        Access(sys::ibv_access_flags::IBV_ACCESS_FLUSH_PERSISTENT.0);
-}
-
-impl std::ops::BitOr for Access {
-    type Output = Access;
-    fn bitor(self, other: Access) -> Access {
-        Access(self.0 | other.0)
-    }
-}
-
-/// How far a FLUSH makes what was written reach at the responder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Persistence {
-    /// Visible to the responder's CPUs (out of the NIC's buffers).
-    Global,
-    /// In the persistence domain: survives a power loss.
-    Persistent,
-}
-
-/// A region of the peer, as its connection data names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RemoteRegion {
-    pub addr: u64,
-    pub rkey: u32,
-    pub len: u64,
-}
-
-impl RemoteRegion {
-    pub const BYTES: usize = 20;
-
-    pub fn to_bytes(self) -> [u8; Self::BYTES] {
-        let mut b = [0u8; Self::BYTES];
-        b[..8].copy_from_slice(&self.addr.to_le_bytes());
-        b[8..12].copy_from_slice(&self.rkey.to_le_bytes());
-        b[12..].copy_from_slice(&self.len.to_le_bytes());
-        b
-    }
-
-    /// A region a peer named: checked, as anything a peer sends.
-    pub fn new(addr: u64, rkey: u32, len: u64) -> Result<RemoteRegion> {
-        if addr.checked_add(len).is_none() {
-            return Err(Error::Peer(format!(
-                "a region of {len} bytes at {addr:#x} wraps around"
-            )));
-        }
-        Ok(RemoteRegion { addr, rkey, len })
-    }
-
-    /// Read from a peer's bytes: checked, as anything a peer sends.
-    pub fn from_bytes(b: &[u8]) -> Result<RemoteRegion> {
-        if b.len() < Self::BYTES {
-            return Err(Error::Peer(format!(
-                "{} bytes where a region takes {}",
-                b.len(),
-                Self::BYTES
-            )));
-        }
-        RemoteRegion::new(
-            u64::from_le_bytes(b[..8].try_into().unwrap()),
-            u32::from_le_bytes(b[8..12].try_into().unwrap()),
-            u64::from_le_bytes(b[12..20].try_into().unwrap()),
-        )
-    }
-
-    /// `[offset, offset + len)` inside the region, or why not.
-    fn span(&self, offset: u64, len: u64) -> Result<u64> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(self.addr + offset),
-            _ => Err(Error::Invalid(format!(
-                "{len} bytes at {offset} do not fit the peer's region of {}",
-                self.len
-            ))),
-        }
-    }
-}
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 /// The verbs objects of one connection, released in order when the last
 /// user (the connection or a region) goes.
-struct Shared {
+pub(crate) struct Shared {
     id: *mut sys::rdma_cm_id,
-    pd: *mut sys::ibv_pd,
-    cq: *mut sys::ibv_cq,
-    qpx: *mut sys::ibv_qp_ex,
-    caps: Caps,
+    pub(crate) pd: *mut sys::ibv_pd,
+    pub(crate) cq: *mut sys::ibv_cq,
+    pub(crate) qpx: *mut sys::ibv_qp_ex,
+    pub(crate) caps: Caps,
     rd_atomic: u8,
-    next_wr: AtomicU64,
-    connected: std::sync::atomic::AtomicBool,
+    pub(crate) next_wr: AtomicU64,
+    /// Why the connection no longer stands (its QP is in the error state).
+    failed: Mutex<Option<String>>,
+    /// The event channel the id moved to for connecting (null while it is
+    /// synchronous); destroyed after the id.
+    channel: std::cell::Cell<*mut sys::rdma_event_channel>,
 }
 
-// SAFETY: verbs objects may be used from any thread; posting and polling
-// are serialised by `Connection`'s &mut-free design (one op at a time, see
-// `wait`), as libibverbs requires per QP for the extended API.
+// SAFETY: registering and deregistering memory may happen on any thread;
+// posting and polling, which may not, only through `Connection`, which is
+// not Sync.
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
+
+impl Shared {
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Marks the connection failed, first reason kept, and moves the QP to
+    /// the error state: whatever is still posted completes at once,
+    /// flushed, and nothing new goes out.
+    pub(crate) fn fail(&self, why: String) {
+        let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        if failed.is_some() {
+            return;
+        }
+        *failed = Some(why);
+        // SAFETY: the QP exists while `self` does; zero is valid for the
+        // C struct.
+        unsafe {
+            let mut attr: sys::ibv_qp_attr = std::mem::zeroed();
+            attr.qp_state = sys::ibv_qp_state::IBV_QPS_ERR;
+            sys::ibv_modify_qp(
+                (*self.id).qp,
+                &mut attr,
+                sys::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32,
+            );
+        }
+    }
+
+    /// The next RDMA CM event on this connection that ends it, if one is
+    /// waiting (never blocks): the peer disconnected (its process ended,
+    /// or it closed), or the device went away. Other events are taken and
+    /// acknowledged.
+    pub(crate) fn next_event(&self) -> Option<String> {
+        // SAFETY: a synchronous id has its own event channel; the events
+        // taken here are acknowledged before the next is read.
+        unsafe {
+            let channel = (*self.id).channel;
+            if channel.is_null() {
+                return None;
+            }
+            loop {
+                let mut pfd = libc::pollfd {
+                    fd: (*channel).fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                if libc::poll(&mut pfd, 1, 0) != 1 || pfd.revents & libc::POLLIN == 0 {
+                    return None;
+                }
+                let mut event = std::ptr::null_mut();
+                if sys::rdma_get_cm_event(channel, &mut event) != 0 || event.is_null() {
+                    return None;
+                }
+                let kind = (*event).event;
+                sys::rdma_ack_cm_event(event);
+                match kind {
+                    sys::rdma_cm_event_type::RDMA_CM_EVENT_DISCONNECTED => {
+                        return Some("the peer disconnected".into())
+                    }
+                    sys::rdma_cm_event_type::RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                        return Some("the RDMA device was removed".into())
+                    }
+                    _ => continue,
+                }
+            }
+        }
+    }
+}
 
 impl Drop for Shared {
     fn drop(&mut self) {
         // SAFETY: each object was created by this struct, is destroyed
-        // once, QP before CQ before PD before the id.
+        // once, QP before CQ before PD before the id; no work request is in
+        // flight (every chain is waited for or drained).
         unsafe {
-            if self.connected.load(Ordering::Relaxed) {
-                sys::rdma_disconnect(self.id);
-            }
+            // No rdma_disconnect: on a synchronous id it waits for the
+            // peer's reply, up to a minute from a peer that is not reading
+            // its events; destroying the id sends the disconnect request
+            // without waiting, and the peer learns of it from its events.
             if !(*self.id).qp.is_null() {
                 sys::rdma_destroy_qp(self.id);
             }
@@ -141,49 +131,11 @@ impl Drop for Shared {
                 sys::ibv_dealloc_pd(self.pd);
             }
             sys::rdma_destroy_id(self.id);
+            let channel = self.channel.get();
+            if !channel.is_null() {
+                sys::rdma_destroy_event_channel(channel);
+            }
         }
-    }
-}
-
-/// A registered region of this side's memory.
-pub struct Region {
-    mr: *mut sys::ibv_mr,
-    _owner: Arc<Shared>,
-}
-
-// SAFETY: an MR handle is usable from any thread.
-unsafe impl Send for Region {}
-unsafe impl Sync for Region {}
-
-impl Region {
-    /// What the peer needs to reach it.
-    pub fn remote(&self) -> RemoteRegion {
-        // SAFETY: mr is a live registration.
-        let mr = unsafe { &*self.mr };
-        RemoteRegion {
-            addr: mr.addr as u64,
-            rkey: mr.rkey,
-            len: mr.length as u64,
-        }
-    }
-
-    fn local(&self, offset: usize, len: usize) -> Result<(u32, u64)> {
-        // SAFETY: mr is a live registration.
-        let mr = unsafe { &*self.mr };
-        match offset.checked_add(len) {
-            Some(end) if end <= mr.length => Ok((mr.lkey, mr.addr as u64 + offset as u64)),
-            _ => Err(Error::Invalid(format!(
-                "{len} bytes at {offset} do not fit a local region of {}",
-                mr.length
-            ))),
-        }
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: registered by `register`, deregistered once.
-        unsafe { sys::ibv_dereg_mr(self.mr) };
     }
 }
 
@@ -197,8 +149,6 @@ pub struct Endpoint {
 
 /// How long address and route resolution may take.
 const RESOLVE_MS: i32 = 5000;
-/// How long one operation may wait for its completion.
-const OP_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
     libc::sockaddr_in {
@@ -271,7 +221,8 @@ impl Endpoint {
             caps: Caps::default(),
             rd_atomic: 1,
             next_wr: AtomicU64::new(1),
-            connected: false.into(),
+            failed: Mutex::new(None),
+            channel: std::cell::Cell::new(std::ptr::null_mut()),
         };
         // SAFETY: the id is resolved, so it has a device context; every
         // object made is kept in `shared`, whose Drop releases it.
@@ -375,8 +326,12 @@ impl Endpoint {
         param.retry_count = 7;
         param.rnr_retry_count = 7;
         let id = self.shared.id;
-        // SAFETY: id has its QP; both calls block until established or
-        // refused (synchronous id).
+        // On an event channel of its own, read with a time limit: a
+        // synchronous id would wait as long as RDMA CM retries (a minute
+        // for a peer that does not answer, as after a link went down).
+        self.make_async()?;
+        // SAFETY: id has its QP and its own channel; both calls return at
+        // once, the outcome comes as an event.
         let ret = unsafe {
             if self.passive {
                 sys::rdma_accept(id, &mut param)
@@ -384,33 +339,147 @@ impl Endpoint {
                 sys::rdma_connect(id, &mut param)
             }
         };
+        let verb = if self.passive {
+            "rdma_accept"
+        } else {
+            "rdma_connect"
+        };
         if ret != 0 {
-            return Err(Error::ret(
-                if self.passive {
-                    "rdma_accept"
-                } else {
-                    "rdma_connect"
-                },
-                ret,
-            ));
+            return Err(Error::ret(verb, ret));
         }
-        self.shared.connected.store(true, Ordering::Relaxed);
-        // The server's accept data came with the established event.
+        let started = std::time::Instant::now();
+        let theirs = loop {
+            let left = CONNECT_TIMEOUT.saturating_sub(started.elapsed());
+            let Some((event, status, data)) = self.next_connect_event(left)? else {
+                return Err(Error::TimedOut(verb));
+            };
+            use sys::rdma_cm_event_type as ev;
+            match event {
+                ev::RDMA_CM_EVENT_ESTABLISHED => break data,
+                ev::RDMA_CM_EVENT_REJECTED => {
+                    // The CM pads a reject's data with zeros.
+                    let data = &data[..data.iter().position(|&b| b == 0).unwrap_or(data.len())];
+                    return Err(Error::Refused(if data.is_empty() {
+                        format!("no reason given (status {status}: nothing listens there?)")
+                    } else {
+                        String::from_utf8_lossy(data).into_owned()
+                    }));
+                }
+                ev::RDMA_CM_EVENT_UNREACHABLE
+                | ev::RDMA_CM_EVENT_CONNECT_ERROR
+                | ev::RDMA_CM_EVENT_DISCONNECTED
+                | ev::RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                    return Err(Error::Broken(format!(
+                        "{verb}: RDMA CM event {event} (status {status})"
+                    )))
+                }
+                _ => continue,
+            }
+        };
+        // The server's accept data came with the established event; the
+        // client's request data came with its request.
         let peer = if self.passive {
             self.request_data.clone()
         } else {
-            // SAFETY: a synchronous id keeps its last event until the next call.
-            unsafe { event_data(id) }
+            theirs
         };
         allow_flush(&self.shared)?;
         Ok((
             Connection {
                 shared: self.shared,
+                _one_thread: PhantomData,
             },
             peer,
         ))
     }
+
+    /// Moves the id from its synchronous channel to one this side reads
+    /// itself, with time limits.
+    fn make_async(&self) -> Result<()> {
+        // SAFETY: a synchronous id; the new channel is kept in `shared`
+        // and destroyed after the id.
+        unsafe {
+            let channel = sys::rdma_create_event_channel();
+            if channel.is_null() {
+                return Err(Error::last("rdma_create_event_channel"));
+            }
+            if sys::rdma_migrate_id(self.shared.id, channel) != 0 {
+                let e = Error::last("rdma_migrate_id");
+                sys::rdma_destroy_event_channel(channel);
+                return Err(e);
+            }
+            self.shared.channel.set(channel);
+        }
+        Ok(())
+    }
+
+    /// The next event on the id's channel within `limit`: its type, status
+    /// and private data (None: none came).
+    fn next_connect_event(
+        &self,
+        limit: std::time::Duration,
+    ) -> Result<Option<(u32, i32, Vec<u8>)>> {
+        let channel = self.shared.channel.get();
+        // SAFETY: the id's own channel; each event is copied from, then
+        // acknowledged.
+        unsafe {
+            let mut pfd = libc::pollfd {
+                fd: (*channel).fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = limit.as_millis().min(i32::MAX as u128) as i32;
+            if libc::poll(&mut pfd, 1, ms) != 1 {
+                return Ok(None);
+            }
+            let mut event = std::ptr::null_mut();
+            if sys::rdma_get_cm_event(channel, &mut event) != 0 || event.is_null() {
+                return Err(Error::last("rdma_get_cm_event"));
+            }
+            let conn = (*event).param.conn;
+            let data = if conn.private_data.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(
+                    conn.private_data as *const u8,
+                    conn.private_data_len as usize,
+                )
+                .to_vec()
+            };
+            let out = ((*event).event, (*event).status, data);
+            sys::rdma_ack_cm_event(event);
+            Ok(Some(out))
+        }
+    }
+
+    /// Refuses a client's request (the server's endpoint only), telling it
+    /// `why` (at most 148 bytes go: the rest is cut).
+    pub fn reject(self, why: &str) -> Result<()> {
+        if !self.passive {
+            return Err(Error::Invalid("only a server rejects".into()));
+        }
+        let bytes = &why.as_bytes()[..why.len().min(REJECT_DATA)];
+        // SAFETY: a requested id, not yet accepted; bytes outlive the call.
+        let ret = unsafe {
+            sys::rdma_reject(
+                self.shared.id,
+                bytes.as_ptr() as *const _,
+                bytes.len() as u8,
+            )
+        };
+        if ret != 0 {
+            return Err(Error::ret("rdma_reject", ret));
+        }
+        Ok(())
+    }
 }
+
+/// How long connecting or accepting may take before this side gives up
+/// (and the caller tries again).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Private data a reject carries over InfiniBand's CM (REJ).
+const REJECT_DATA: usize = 148;
 
 /// The private data of the id's last event.
 ///
@@ -464,18 +533,6 @@ fn allow_flush(shared: &Shared) -> Result<()> {
     Ok(())
 }
 
-fn register(shared: &Arc<Shared>, ptr: *mut u8, len: usize, access: Access) -> Result<Region> {
-    // SAFETY: the caller keeps the memory mapped while the region lives.
-    let mr = unsafe { sys::ibv_reg_mr(shared.pd, ptr as *mut _, len, access.0 as i32) };
-    if mr.is_null() {
-        return Err(Error::last("ibv_reg_mr"));
-    }
-    Ok(Region {
-        mr,
-        _owner: shared.clone(),
-    })
-}
-
 /// The server's listening id.
 pub struct Listener {
     id: *mut sys::rdma_cm_id,
@@ -522,235 +579,5 @@ impl Drop for Listener {
     fn drop(&mut self) {
         // SAFETY: created by `bind`, destroyed once.
         unsafe { sys::rdma_destroy_id(self.id) };
-    }
-}
-
-/// An established connection: one operation at a time, each waited for.
-pub struct Connection {
-    shared: Arc<Shared>,
-}
-
-impl Connection {
-    pub fn caps(&self) -> Caps {
-        self.shared.caps
-    }
-
-    /// Registers memory on the connection's protection domain.
-    ///
-    /// # Safety
-    /// As [`Endpoint::register`].
-    pub unsafe fn register(&self, ptr: *mut u8, len: usize, access: Access) -> Result<Region> {
-        register(&self.shared, ptr, len, access)
-    }
-
-    /// RDMA WRITE of `len` bytes at `offset` in `local` to `remote_offset`
-    /// in the peer's `remote`.
-    pub fn write(
-        &self,
-        local: &Region,
-        offset: usize,
-        len: usize,
-        remote: &RemoteRegion,
-        remote_offset: u64,
-    ) -> Result<()> {
-        self.transfer(false, local, offset, len, remote, remote_offset)
-    }
-
-    /// RDMA READ of `len` bytes at `remote_offset` in the peer's `remote`
-    /// into `offset` in `local`.
-    pub fn read(
-        &self,
-        local: &Region,
-        offset: usize,
-        len: usize,
-        remote: &RemoteRegion,
-        remote_offset: u64,
-    ) -> Result<()> {
-        self.transfer(true, local, offset, len, remote, remote_offset)
-    }
-
-    fn transfer(
-        &self,
-        read: bool,
-        local: &Region,
-        offset: usize,
-        len: usize,
-        remote: &RemoteRegion,
-        remote_offset: u64,
-    ) -> Result<()> {
-        let (lkey, laddr) = local.local(offset, len)?;
-        let raddr = remote.span(remote_offset, len as u64)?;
-        let len = u32::try_from(len)
-            .map_err(|_| Error::Invalid(format!("{len} bytes in one operation")))?;
-        let op = if read { "RDMA READ" } else { "RDMA WRITE" };
-        self.post(op, |qpx| {
-            // SAFETY: inside wr_start/wr_complete on our QP.
-            unsafe {
-                if read {
-                    sys::ibv_wr_rdma_read(qpx, remote.rkey, raddr);
-                } else {
-                    sys::ibv_wr_rdma_write(qpx, remote.rkey, raddr);
-                }
-                sys::ibv_wr_set_sge(qpx, lkey, laddr, len);
-            }
-            Ok(())
-        })
-    }
-
-    /// ATOMIC WRITE of `value` (8 bytes, placed whole) at `remote_offset`.
-    pub fn atomic_write(
-        &self,
-        remote: &RemoteRegion,
-        remote_offset: u64,
-        value: u64,
-    ) -> Result<()> {
-        if !self.shared.caps.atomic_write {
-            return Err(Error::Unavailable("the device has no ATOMIC WRITE".into()));
-        }
-        let raddr = remote.span(remote_offset, 8)?;
-        let bytes = value.to_le_bytes();
-        self.post("ATOMIC WRITE", |qpx| {
-            // SAFETY: the QP was created with ATOMIC WRITE (caps); the
-            // provider copies the 8 bytes while posting.
-            unsafe {
-                let f = (*qpx)
-                    .wr_atomic_write
-                    .ok_or_else(|| Error::Unavailable("libibverbs has no ATOMIC WRITE".into()))?;
-                f(qpx, remote.rkey, raddr, bytes.as_ptr() as *const _);
-            }
-            Ok(())
-        })
-    }
-
-    /// FLUSH of `len` bytes at `remote_offset`: every write before it
-    /// reaches `persistence` at the peer when this returns.
-    pub fn flush(
-        &self,
-        remote: &RemoteRegion,
-        remote_offset: u64,
-        len: u64,
-        persistence: Persistence,
-    ) -> Result<()> {
-        let (able, placement) = match persistence {
-            Persistence::Global => (self.shared.caps.flush_global, sys::IBV_FLUSH_GLOBAL),
-            Persistence::Persistent => {
-                (self.shared.caps.flush_persistent, sys::IBV_FLUSH_PERSISTENT)
-            }
-        };
-        if !able {
-            return Err(Error::Unavailable(format!(
-                "the device has no FLUSH to {persistence:?} placement"
-            )));
-        }
-        let raddr = remote.span(remote_offset, len)?;
-        self.post("FLUSH", |qpx| {
-            // SAFETY: the QP was created with FLUSH (caps).
-            unsafe {
-                let f = (*qpx)
-                    .wr_flush
-                    .ok_or_else(|| Error::Unavailable("libibverbs has no FLUSH".into()))?;
-                f(
-                    qpx,
-                    remote.rkey,
-                    raddr,
-                    len as usize,
-                    placement as u8,
-                    sys::IBV_FLUSH_RANGE as u8,
-                );
-            }
-            Ok(())
-        })
-    }
-
-    /// Posts one signaled work request that `build` describes, and waits
-    /// for its completion.
-    fn post(
-        &self,
-        op: &'static str,
-        build: impl FnOnce(*mut sys::ibv_qp_ex) -> Result<()>,
-    ) -> Result<()> {
-        let qpx = self.shared.qpx;
-        let wr_id = self.shared.next_wr.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: one post at a time on this QP (this &self method is the
-        // only poster and waits for its completion before returning).
-        unsafe {
-            sys::ibv_wr_start(qpx);
-            (*qpx).wr_id = wr_id;
-            (*qpx).wr_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-            if let Err(e) = build(qpx) {
-                sys::ibv_wr_abort(qpx);
-                return Err(e);
-            }
-            let ret = sys::ibv_wr_complete(qpx);
-            if ret != 0 {
-                return Err(Error::ret("ibv_wr_complete", ret));
-            }
-        }
-        self.wait(op, wr_id)
-    }
-
-    /// Polls the completion queue for `wr_id`'s completion.
-    fn wait(&self, op: &'static str, wr_id: u64) -> Result<()> {
-        let started = Instant::now();
-        let mut spins = 0u32;
-        loop {
-            // SAFETY: zero is valid for the C struct; one entry polled.
-            let mut wc: sys::ibv_wc = unsafe { std::mem::zeroed() };
-            let n = unsafe { sys::ibv_poll_cq(self.shared.cq, 1, &mut wc) };
-            if n < 0 {
-                return Err(Error::ret("ibv_poll_cq", n));
-            }
-            if n == 1 {
-                if wc.status != sys::ibv_wc_status::IBV_WC_SUCCESS {
-                    // SAFETY: returns a static string for any status.
-                    let text =
-                        unsafe { std::ffi::CStr::from_ptr(sys::ibv_wc_status_str(wc.status)) };
-                    return Err(Error::Completion {
-                        op,
-                        status: text.to_string_lossy().into_owned(),
-                        code: wc.status,
-                    });
-                }
-                if wc.wr_id == wr_id {
-                    return Ok(());
-                }
-                continue;
-            }
-            if started.elapsed() > OP_TIMEOUT {
-                return Err(Error::TimedOut(op));
-            }
-            spins += 1;
-            if spins > 1000 {
-                std::thread::sleep(Duration::from_micros(20));
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_peers_region_is_checked_and_its_spans_bounded() {
-        let r = RemoteRegion {
-            addr: 0x1000,
-            rkey: 7,
-            len: 4096,
-        };
-        assert_eq!(RemoteRegion::from_bytes(&r.to_bytes()).unwrap(), r);
-        assert!(RemoteRegion::from_bytes(&r.to_bytes()[..19]).is_err());
-        let wraps = RemoteRegion {
-            addr: u64::MAX - 1,
-            rkey: 1,
-            len: 16,
-        };
-        let e = RemoteRegion::from_bytes(&wraps.to_bytes()).unwrap_err();
-        assert!(e.to_string().contains("wraps around"), "{e}");
-        assert_eq!(r.span(4088, 8).unwrap(), 0x1000 + 4088);
-        assert!(r.span(4089, 8).is_err());
-        assert!(r.span(u64::MAX, 2).is_err());
     }
 }

@@ -14,11 +14,15 @@
 
 mod conn;
 mod device;
+mod ops;
+mod region;
 
 use rdma_mummy_sys as sys;
 
-pub use conn::{Access, Connection, Endpoint, Listener, Persistence, Region, RemoteRegion};
+pub use conn::{Endpoint, Listener};
 pub use device::{devices, Caps, DeviceInfo};
+pub use ops::{Chain, Connection, MAX_CHAIN};
+pub use region::{Access, Persistence, Region, RemoteRegion};
 
 /// Everything that can go wrong, each naming the verb and why.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +52,13 @@ pub enum Error {
     Invalid(String),
     #[error("{0} timed out")]
     TimedOut(&'static str),
+    /// The connection no longer stands: the peer left, a work request
+    /// failed or timed out. Nothing of it is in flight; connect again.
+    #[error("the connection is broken: {0}")]
+    Broken(String),
+    /// The server refused to connect, with its reason.
+    #[error("the peer refused the connection: {0}")]
+    Refused(String),
 }
 
 impl Error {

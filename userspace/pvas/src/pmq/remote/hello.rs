@@ -4,12 +4,14 @@
 //! regions the peer may reach. Read from the peer, so every field is
 //! checked before it is used.
 
-use super::{Role, Spec};
+use super::{Medium, Role, Spec};
 use crate::pmq::Mode;
 use crate::{Error, Result};
 
 const MAGIC: [u8; 4] = *b"SKYQ";
-const VERSION: u8 = 1;
+/// 2: the push sender places its count after each entry, and the owner
+/// says what its area is on (grants, bits 3-4).
+const VERSION: u8 = 2;
 pub const BYTES: usize = 56;
 
 /// A region of the peer: its address and key (its length follows from the
@@ -49,6 +51,8 @@ pub struct Grants {
     pub flush_global: bool,
     /// Remote read (pull; push where the owner serves no FLUSH).
     pub readable: bool,
+    /// What the owner's area is on (how durable a placed entry is there).
+    pub medium: Medium,
 }
 
 impl Hello {
@@ -66,7 +70,12 @@ impl Hello {
         };
         b[7] = self.grants.flush_persistent as u8
             | (self.grants.flush_global as u8) << 1
-            | (self.grants.readable as u8) << 2;
+            | (self.grants.readable as u8) << 2
+            | (match self.grants.medium {
+                Medium::Volatile => 0,
+                Medium::PageCache => 1,
+                Medium::Pmem => 2,
+            }) << 3;
         b[8..12].copy_from_slice(&self.entry_size.to_le_bytes());
         b[12..16].copy_from_slice(&self.entry_count.to_le_bytes());
         b[16..24].copy_from_slice(&self.epoch.to_le_bytes());
@@ -121,13 +130,16 @@ impl Hello {
                 addr: u64_at(44),
                 rkey: u32_at(52),
             },
-            grants: match b[7] {
-                f if f < 8 => Grants {
-                    flush_persistent: f & 1 != 0,
-                    flush_global: f & 2 != 0,
-                    readable: f & 4 != 0,
+            grants: Grants {
+                flush_persistent: b[7] & 1 != 0,
+                flush_global: b[7] & 2 != 0,
+                readable: b[7] & 4 != 0,
+                medium: match b[7] >> 3 {
+                    0 => Medium::Volatile,
+                    1 => Medium::PageCache,
+                    2 => Medium::Pmem,
+                    _ => return Err(bad(format!("flags {:#x}", b[7]))),
                 },
-                f => return Err(bad(format!("flags {f:#x}"))),
             },
         };
         if h.mode != spec.mode {
@@ -188,6 +200,7 @@ mod tests {
                 flush_persistent: true,
                 flush_global: true,
                 readable: false,
+                medium: Medium::Pmem,
             },
         }
     }
@@ -217,6 +230,12 @@ mod tests {
         let mut mode = b;
         mode[5] = 7;
         assert!(e(&mode, spec(Mode::Push), Role::Sender).contains("mode 7"));
+        let mut flags = b;
+        flags[7] = 0xff;
+        assert!(e(&flags, spec(Mode::Push), Role::Sender).contains("flags 0xff"));
+        let mut old = b;
+        old[4] = 1;
+        assert!(e(&old, spec(Mode::Push), Role::Sender).contains("version 1"));
         let mut no_area = hello();
         no_area.area = Reach::default();
         assert!(e(&no_area.to_bytes(), spec(Mode::Push), Role::Sender).contains("offers no area"));

@@ -3,23 +3,27 @@
 //! with the protocol's two ways of moving an entry.
 //!
 //! - **Push**: the queue area is the receiver's. The sender RDMA-WRITEs
-//!   each entry into it and FLUSHes it (to persistence when the area is on
-//!   Device DAX and the device can, else to global visibility); `enqueue`
-//!   returns once the flush completed. The receiver finds entries in its
-//!   own memory (sequence number and checksum), and places its consumed
-//!   count, once durable, into the sender's counter word by ATOMIC WRITE.
+//!   each entry into it, FLUSHes it (to persistence when the area is on
+//!   Device DAX and the device can, else to global visibility) and, once
+//!   the FLUSH is answered (a fenced work request), places its count into
+//!   the receiver's counter word by ATOMIC WRITE: one chain of three work
+//!   requests, one doorbell; `enqueue` returns when the chain completed.
+//!   The receiver takes entries only up to that count, each from a private
+//!   copy checked whole (sequence number, checksum), and places its
+//!   consumed count, once durable, into the sender's counter word.
 //! - **Pull**: the queue area is the sender's. The sender writes and
 //!   persists each entry locally, then places its count into the
 //!   receiver's counter word; the receiver RDMA-READs the entry, hands it
 //!   over, makes its consumed count durable (its own state file) and places
 //!   it into the sender's counter word.
 //!
-//! Least exposure: the owner registers only its area, with remote write
-//! (push) or remote read (pull) and nothing else; each side's counter is
-//! one 8-byte word the peer may write. Every value a peer can write (its
-//! hello, a counter, an entry) is checked before it counts: a count past
-//! what is possible is `PeerCorrupt`, a torn or foreign entry is never
-//! handed over.
+//! Least exposure: the owner registers only its ring (never the header),
+//! with remote write (push) or remote read (pull) and nothing else; each
+//! side's counter is one 8-byte word the peer may write. Every value a peer
+//! can write (its hello, a counter, an entry) is checked before it counts:
+//! a count past what is possible is `RemoteCorrupt`, a torn or foreign
+//! entry is never handed over. A server checks a client's hello before it
+//! accepts, and rejects one that does not fit with the reason.
 //!
 //! **Resume.** When either side reconnects (after a crash or restart of
 //! its process, or a lost link), the hellos carry the durable state: the
@@ -28,25 +32,31 @@
 //! epoch). A sender learns from `position().enqueued` how many messages
 //! are in for good and re-sends after them; a receiver continues after its
 //! durable consumed count, so with `dequeue_with` every message is applied
-//! exactly once.
+//! exactly once. A side learns that its peer left from RDMA CM (the peer's
+//! process ended or closed) or from a keep-alive that fails (the link).
 
 mod area;
+mod header;
 mod hello;
+#[cfg(feature = "fault-injection")]
+mod hostile;
+mod transfer;
 
 pub use area::Area;
 
-use crate::persist::Site;
-use crate::pmq::{
-    check_geometry, into_buf, read_entry, stride, write_entry, Mode, Position, ENTRY_HEADER,
-};
+use crate::persist::PersistMode;
+use crate::pmq::{check_geometry, stride, Mode};
 use crate::{Error, Result};
+use header::{
+    durable_end, init_header, new_epoch, read_header, word, AT_CONSUMED, AT_EPOCH, HEADER,
+};
 use hello::{Grants, Hello, Reach};
-use sky_rdma::{Access, Connection, Endpoint, Listener, Persistence, Region, RemoteRegion};
-use std::cell::Cell;
+use sky_rdma::{Access, Caps, Connection, Endpoint, Listener, Region, RemoteRegion};
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddrV4;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -90,17 +100,6 @@ impl Spec {
     }
 }
 
-/// Header of an area, and the whole of a pull receiver's state file:
-/// magic, epoch, entry size, entry count, consumed count (the receiver's;
-/// zero in a pull sender's area), each a u64.
-const HEADER: usize = 64;
-const MAGIC: u64 = u64::from_le_bytes(*b"SKYRQ\0\0\x01");
-const AT_MAGIC: usize = 0;
-const AT_EPOCH: usize = 8;
-const AT_SIZE: usize = 16;
-const AT_COUNT: usize = 24;
-const AT_CONSUMED: usize = 32;
-
 /// Where to find the peer.
 #[derive(Debug, Clone, Copy)]
 pub enum Peer {
@@ -115,23 +114,55 @@ pub enum Peer {
 pub enum Durability {
     /// RDMA FLUSH to the persistence domain (Device DAX at the receiver).
     FlushPersistent,
-    /// RDMA FLUSH to global visibility: durable where the receiver's
-    /// memory is (eADR or ADR platforms whose NIC writes bypass caches).
+    /// RDMA FLUSH to global visibility: in the receiver's memory system,
+    /// as durable as what that memory is (`Medium`).
     FlushGlobal,
     /// An RDMA READ after the WRITE (the responder answers only once the
     /// write is placed): where FLUSH is missing.
     ReadAfterWrite,
 }
 
+/// What the owner's area is on: how much a placed entry survives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Medium {
+    /// tmpfs or DRAM: the owner's process may die, its machine may not.
+    #[default]
+    Volatile,
+    /// A file in the page cache: survives the owner's process; its
+    /// machine only once written back (a push receiver's entries are
+    /// taken from memory, never written back before they are consumed).
+    PageCache,
+    /// Persistent memory (Device DAX): survives the owner's machine once
+    /// flushed to persistence.
+    Pmem,
+}
+
+impl Medium {
+    fn of(area: &Area) -> Medium {
+        match area.persist {
+            PersistMode::Volatile => Medium::Volatile,
+            PersistMode::Msync => Medium::PageCache,
+            _ => Medium::Pmem,
+        }
+    }
+}
+
 /// Counts past this are a peer's garbage (2^62 messages never happen),
 /// and leave room for arithmetic on them.
 const MAX_COUNT: u64 = 1 << 62;
 
-/// How long a side waits for its peer before giving up.
-pub const PEER_WAIT: Duration = Duration::from_secs(60);
+/// How often a waiting side re-places its count: a keep-alive, so a link
+/// that went away is noticed (RC has no keep-alive of its own).
+const KEEPALIVE: Duration = Duration::from_secs(1);
 
-/// Fields drop in declaration order: the registrations go (the NIC can
-/// no longer reach the memory) before the memory they cover.
+/// The counter word before the peer's first placement.
+const NOT_PLACED: u64 = u64::MAX;
+
+/// One end of a queue between machines. Used from one thread at a time
+/// (it is neither Send nor Sync).
+///
+/// Fields drop in declaration order: the registrations go (the NIC can no
+/// longer reach the memory) before the memory they cover.
 pub struct RemoteQueue {
     _local_mr: Option<Region>,
     stage_mr: Region,
@@ -143,35 +174,54 @@ pub struct RemoteQueue {
     /// The owner's area, or the pull receiver's state file (the push
     /// sender keeps nothing durable: the receiver's area says it all).
     local: Option<Area>,
-    /// A staging buffer for the entry in flight (non-owners), written by
-    /// this side and by the NIC through `stage_ptr`.
+    /// A private copy of the entry in flight: written by this side (an
+    /// entry to push), by this side from its own area (an entry pushed to
+    /// it, copied before it is checked) or by the NIC (an entry pulled).
     _stage: Vec<u8>,
     stage_ptr: *mut u8,
     /// The word the peer places its count into; NOT_PLACED until it does.
     counter: Box<AtomicU64>,
-    /// What the peer's hello said its count was (its word may not have
-    /// been written yet).
+    /// The least the peer's count can be: from its hello, or, for a push
+    /// receiver, the entries its own area held when it opened.
     counter_floor: u64,
     peer_area: Option<RemoteRegion>,
-    peer_counter: Option<RemoteRegion>,
+    peer_counter: RemoteRegion,
     durability: Durability,
+    medium: Medium,
     /// Sender: messages in for good. Receiver: messages consumed for good.
     count: Cell<u64>,
     /// Why the connection can no longer be trusted to tell the peer this
     /// side's count (what is committed here stays committed).
-    broken: std::cell::RefCell<Option<String>>,
-    /// The server's listening id, kept while its connection lives.
-    _listener: Option<Listener>,
+    broken: RefCell<Option<String>>,
+    timeout: Cell<Option<Duration>>,
 }
 
-/// The counter word before the peer's first placement.
-const NOT_PLACED: u64 = u64::MAX;
+/// What this side holds durably before it connects.
+struct Held {
+    epoch: u64,
+    /// Sender: messages in for good. Receiver: consumed for good.
+    count: u64,
+    /// What the hello says: the same, but for the push receiver, which
+    /// tells how many entries its area holds (the sender resumes after).
+    told: u64,
+}
+
+/// What both sides' durable states agree on.
+struct Agreed {
+    epoch: u64,
+    count: u64,
+    counter_floor: u64,
+}
 
 impl RemoteQueue {
     /// Opens this side of the queue and connects to the other. `path`: the
     /// owner's area, or the pull receiver's state (ignored for a push
     /// sender). `fresh`: the owner starts a new epoch (its old messages
     /// never count again); otherwise it continues the one on file.
+    ///
+    /// A listening side waits for a client whose hello fits this queue;
+    /// others are rejected with the reason (they see it as
+    /// `Rdma("the peer refused ...")`) and logged.
     pub fn open(
         spec: Spec,
         role: Role,
@@ -186,63 +236,42 @@ impl RemoteQueue {
             (false, Role::Receiver) => Some(Area::open(path, HEADER)?),
             (false, Role::Sender) => None,
         };
-        // This side's count, and the one its hello gives: the same but for
-        // the push receiver, which tells the sender how many messages its
-        // area holds (the sender resumes after them) and keeps its
-        // consumed count.
-        let (mut epoch, mut count, mut told) = (0, 0, 0);
-        if let Some(area) = &local {
-            let on_file = read_header(area, &spec);
-            if owner {
-                // A new epoch is past the old and past any a recreated
-                // file could have held (the clock's nanoseconds), so an
-                // epoch never repeats for a peer that remembers one.
-                let new_epoch = |old: u64| old.saturating_add(1).max(now_ns()).min(MAX_COUNT);
-                epoch = match on_file {
-                    Some((e, _)) if !fresh => e,
-                    Some((e, _)) => new_epoch(e),
-                    None => new_epoch(word(area, AT_EPOCH).min(MAX_COUNT)),
-                };
-                if fresh || on_file.is_none() {
-                    init_header(area, &spec, epoch)?;
-                }
-                (count, told) = match role {
-                    // Entries a sender wrote into this area count only a
-                    // ring's worth past what is consumed.
-                    Role::Receiver => {
-                        let consumed = word(area, AT_CONSUMED);
-                        if consumed > MAX_COUNT {
-                            return Err(Error::Invalid(format!(
-                                "{}: a consumed count of {consumed}: not a queue area",
-                                path.display()
-                            )));
-                        }
-                        (consumed, durable_end(area, &spec, epoch, Some(consumed)))
-                    }
-                    Role::Sender => {
-                        let end = durable_end(area, &spec, epoch, None);
-                        (end, end)
-                    }
-                };
-            } else if let Some((e, consumed)) = on_file.filter(|&(_, c)| c <= MAX_COUNT) {
-                (epoch, count, told) = (e, consumed, consumed);
-            }
-        }
+        let held = match &local {
+            Some(area) => held(area, &spec, owner, role, fresh, path)?,
+            None => Held {
+                epoch: 0,
+                count: 0,
+                told: 0,
+            },
+        };
         let listener = match peer {
             Peer::Listen(addr) => Some(Listener::bind(addr).map_err(rdma)?),
             Peer::Connect(_) => None,
         };
+        // A server checks the client's hello before anything is
+        // registered or accepted, and waits for the next on a misfit.
         let endpoint = match (&listener, peer) {
-            (Some(l), _) => l.request(),
-            (None, Peer::Connect(addr)) => Endpoint::resolve(addr),
+            (Some(l), _) => loop {
+                let e = l.request().map_err(rdma)?;
+                let fits = Hello::from_peer(e.request_data(), &spec, role)
+                    .and_then(|h| agree(&spec, role, &held, &h));
+                match fits {
+                    Ok(_) => break e,
+                    Err(why) => {
+                        log::warn!("refused a queue peer: {why}");
+                        if let Err(e) = e.reject(&why.to_string()) {
+                            log::warn!("could not tell it: {e}");
+                        }
+                    }
+                }
+            },
+            (None, Peer::Connect(addr)) => Endpoint::resolve(addr).map_err(rdma)?,
             (None, Peer::Listen(_)) => unreachable!("a listener was made"),
-        }
-        .map_err(rdma)?;
+        };
         let caps = endpoint.caps();
         let counter = Box::new(AtomicU64::new(NOT_PLACED));
         // SAFETY: each registered buffer lives in the queue, which drops
-        // the regions first (field order does not matter: the region only
-        // keeps the registration, and the memory outlives it in `self`).
+        // the regions before the memory (field order).
         let counter_mr = unsafe {
             endpoint.register(
                 counter.as_ptr() as *mut u8,
@@ -251,135 +280,60 @@ impl RemoteQueue {
             )
         }
         .map_err(rdma)?;
-        let mut stage = vec![0u8; if owner { 64 } else { spec.stride() }];
+        let mut stage = vec![0u8; spec.stride()];
         let stage_ptr = stage.as_mut_ptr();
         let stage_mr = unsafe { endpoint.register(stage_ptr, stage.len(), Access::LOCAL_WRITE) }
             .map_err(rdma)?;
-        // Only the ring is registered (never the header), with what the
-        // peer needs: remote write and the FLUSHes this device can serve
-        // (push; remote read too where it serves none, for the sender's
-        // READ-after-WRITE), remote read (pull).
-        let mut grants = Grants::default();
-        let local_mr = match (&local, owner) {
+        let (local_mr, grants) = match (&local, owner) {
             (Some(area), true) => {
-                let mut access = Access::LOCAL_WRITE;
-                if spec.mode == Mode::Push {
-                    access = access | Access::REMOTE_WRITE;
-                    if caps.flush_global {
-                        access = access | Access::FLUSH_GLOBAL;
-                        grants.flush_global = true;
-                    }
-                    if caps.flush_persistent && area.devdax {
-                        access = access | Access::FLUSH_PERSISTENT;
-                        grants.flush_persistent = true;
-                    }
-                    if !grants.flush_global && !grants.flush_persistent {
-                        access = access | Access::REMOTE_READ;
-                        grants.readable = true;
-                    }
-                } else {
-                    access = access | Access::REMOTE_READ;
-                    grants.readable = true;
-                }
-                // SAFETY: the area stays mapped while the queue lives; the
-                // ring starts after the header, inside it.
-                let ring = unsafe { area.ptr().add(HEADER) };
-                Some(
-                    unsafe { endpoint.register(ring, spec.area_bytes() - HEADER, access) }
-                        .map_err(rdma)?,
-                )
+                let (mr, grants) = register_ring(&endpoint, area, &spec, caps, path)?;
+                (Some(mr), grants)
             }
-            _ => None,
+            _ => (None, Grants::default()),
+        };
+        let reach = |r: RemoteRegion| Reach {
+            addr: r.addr,
+            rkey: r.rkey,
         };
         let mine = Hello {
             mode: spec.mode,
             role,
             entry_size: spec.entry_size,
             entry_count: spec.entry_count,
-            epoch,
-            count: told,
+            epoch: held.epoch,
+            count: held.told,
             area: local_mr
                 .as_ref()
-                .map(|r| {
-                    let r = r.remote();
-                    Reach {
-                        addr: r.addr,
-                        rkey: r.rkey,
-                    }
-                })
+                .map(|r| reach(r.remote()))
                 .unwrap_or_default(),
-            counter: {
-                let r = counter_mr.remote();
-                Reach {
-                    addr: r.addr,
-                    rkey: r.rkey,
-                }
-            },
+            counter: reach(counter_mr.remote()),
             grants,
         };
         let (conn, data) = endpoint.connect(&mine.to_bytes()).map_err(rdma)?;
+        // No one listens once the queue has its peer: a client that comes
+        // while this connection stands (its own reconnect, after a break
+        // this side has not noticed yet) is refused at once instead of
+        // waiting in a backlog no one serves, and tries again.
+        drop(listener);
         let theirs = Hello::from_peer(&data, &spec, role)?;
-        let reach = |r: Reach, len: usize| {
+        let agreed = agree(&spec, role, &held, &theirs)?;
+        let region = |r: Reach, len: usize| {
             RemoteRegion::new(r.addr, r.rkey, len as u64)
                 .map_err(|e| Error::RemoteCorrupt(e.to_string()))
         };
         let peer_area = (!owner)
-            .then(|| reach(theirs.area, spec.area_bytes() - HEADER))
+            .then(|| region(theirs.area, spec.area_bytes() - HEADER))
             .transpose()?;
-        let peer_counter = Some(reach(theirs.counter, 8)?);
-        // A count counts only in the owner's epoch.
-        if !owner {
-            if local.is_some() && epoch != theirs.epoch {
-                count = 0;
-            }
-            epoch = theirs.epoch;
-        }
-        let peer_count = if owner && theirs.epoch != epoch {
-            0
-        } else {
-            theirs.count
-        };
-        if peer_count > MAX_COUNT {
-            return Err(peer_corrupt(format!("a count of {peer_count}")));
-        }
-        let counter_floor = match (spec.mode, role) {
-            // The sender resumes after what the receiver's area holds.
-            (Mode::Push, Role::Sender) => {
-                count = peer_count;
-                0
-            }
-            (Mode::Pull, Role::Sender) if peer_count > count => {
-                return Err(peer_corrupt(format!(
-                    "a consumed count of {peer_count}, past the {count} messages in the queue"
-                )))
-            }
-            (Mode::Pull, Role::Receiver)
-                if peer_count < count || peer_count - count > spec.entry_count as u64 =>
-            {
-                return Err(peer_corrupt(format!(
-                    "{peer_count} messages in a queue of {} where {count} are consumed",
-                    spec.entry_count
-                )))
-            }
-            _ => peer_count,
-        };
-        // What the owner grants and this device can do, both.
-        let g = theirs.grants;
-        let durability = if g.flush_persistent && caps.flush_persistent {
-            Durability::FlushPersistent
-        } else if g.flush_global && caps.flush_global {
-            Durability::FlushGlobal
-        } else if g.readable || spec.mode == Mode::Pull || role == Role::Receiver {
-            Durability::ReadAfterWrite
-        } else {
-            return Err(Error::Rdma(
-                "no way to make entries durable at the receiver: it grants a FLUSH this device cannot send, and no read".into(),
-            ));
+        let peer_counter = region(theirs.counter, 8)?;
+        let durability = durability(&spec, role, caps, theirs.grants)?;
+        let medium = match &local {
+            Some(area) if owner => Medium::of(area),
+            _ => theirs.grants.medium,
         };
         let q = RemoteQueue {
             spec,
             role,
-            epoch,
+            epoch: agreed.epoch,
             conn,
             local,
             _local_mr: local_mr,
@@ -388,17 +342,18 @@ impl RemoteQueue {
             stage_mr,
             counter,
             _counter_mr: counter_mr,
-            counter_floor,
+            counter_floor: agreed.counter_floor,
             peer_area,
             peer_counter,
             durability,
-            count: Cell::new(count),
-            broken: std::cell::RefCell::new(None),
-            _listener: listener,
+            medium,
+            count: Cell::new(agreed.count),
+            broken: RefCell::new(None),
+            timeout: Cell::new(None),
         };
         if role == Role::Receiver {
             // The sender learns where this side stands (push: it has only
-            // this word to go by).
+            // this word to go by, and sends no FLUSH before it is placed).
             q.place_count()?;
         }
         Ok(q)
@@ -409,245 +364,196 @@ impl RemoteQueue {
         self.durability
     }
 
+    /// What the owner's area is on.
+    pub fn medium(&self) -> Medium {
+        self.medium
+    }
+
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
 
-    /// The peer's count as its word shows it, never below its hello's.
-    fn peer_count(&self) -> u64 {
-        match self.counter.load(Ordering::Acquire) {
-            NOT_PLACED => self.counter_floor,
-            w => w.max(self.counter_floor),
-        }
+    /// Bounds every wait for the peer (None: wait while it is there, which
+    /// RDMA CM's events and the keep-alive tell).
+    pub fn set_timeout(&self, limit: Option<Duration>) {
+        self.timeout.set(limit);
     }
+}
 
-    /// Refuses work once the peer could not be told a committed count.
-    fn check_broken(&self) -> Result<()> {
-        match &*self.broken.borrow() {
-            Some(why) => Err(Error::Rdma(format!(
-                "the connection broke ({why}); what was committed stays: open the queue again"
-            ))),
-            None => Ok(()),
-        }
+/// This side's durable state, from its area or state file.
+fn held(
+    area: &Area,
+    spec: &Spec,
+    owner: bool,
+    role: Role,
+    fresh: bool,
+    path: &Path,
+) -> Result<Held> {
+    let on_file = read_header(area, spec);
+    if !owner {
+        // A pull receiver's consumed count, in the epoch it belongs to.
+        return Ok(match on_file.filter(|&(_, c)| c <= MAX_COUNT) {
+            Some((epoch, consumed)) => Held {
+                epoch,
+                count: consumed,
+                told: consumed,
+            },
+            None => Held {
+                epoch: 0,
+                count: 0,
+                told: 0,
+            },
+        });
     }
-
-    /// Tells the peer this side's committed count; a failure leaves the
-    /// commit standing (the next hello carries the count) and the queue
-    /// refusing further work.
-    fn tell_count(&self) {
-        if let Err(e) = self.place_count() {
-            *self.broken.borrow_mut() = Some(e.to_string());
-        }
+    let epoch = match on_file {
+        Some((e, _)) if !fresh => e,
+        Some((e, _)) => new_epoch(e),
+        None => new_epoch(word(area, AT_EPOCH).min(MAX_COUNT)),
+    };
+    if fresh || on_file.is_none() {
+        init_header(area, spec, epoch)?;
     }
-
-    /// Places this side's count into the peer's counter word.
-    fn place_count(&self) -> Result<()> {
-        match &self.peer_counter {
-            Some(word) => self
-                .conn
-                .atomic_write(word, 0, self.count.get())
-                .map_err(rdma),
-            None => Ok(()),
-        }
-    }
-
-    /// Waits until `ready` holds, at most PEER_WAIT.
-    fn wait(&self, what: &str, mut ready: impl FnMut() -> Result<bool>) -> Result<()> {
-        let started = Instant::now();
-        let mut spins = 0u32;
-        while !ready()? {
-            if started.elapsed() > PEER_WAIT {
-                return Err(Error::Rdma(format!(
-                    "no word from the peer in {} s while waiting for {what}",
-                    PEER_WAIT.as_secs()
+    Ok(match role {
+        // Entries a sender wrote into this area count only a ring's worth
+        // past what is consumed.
+        Role::Receiver => {
+            let consumed = word(area, AT_CONSUMED);
+            if consumed > MAX_COUNT {
+                return Err(Error::Invalid(format!(
+                    "{}: a consumed count of {consumed}: not a queue area",
+                    path.display()
                 )));
             }
-            spins += 1;
-            if spins > 2000 {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
-                std::hint::spin_loop();
+            Held {
+                epoch,
+                count: consumed,
+                told: durable_end(area, spec, epoch, Some(consumed)),
             }
         }
-        Ok(())
-    }
-
-    /// Enqueues `msg`, waiting while the queue is full; returns its
-    /// sequence number once it is durable at the queue's owner.
-    pub fn enqueue(&self, msg: &[u8]) -> Result<u64> {
-        self.require(Role::Sender)?;
-        self.check_broken()?;
-        if msg.len() > self.spec.entry_size as usize {
-            return Err(Error::TooLarge {
-                len: msg.len() as u64,
-                cap: self.spec.entry_size as u64,
-            });
+        Role::Sender => {
+            let end = durable_end(area, spec, epoch, None);
+            Held {
+                epoch,
+                count: end,
+                told: end,
+            }
         }
-        let sent = self.count.get();
-        let slots = self.spec.entry_count as u64;
-        if self.local.is_none() {
-            // The receiver places its count once it has opened its QP to
-            // FLUSH: no FLUSH goes before that.
-            self.wait("the receiver to be ready", || {
-                Ok(self.counter.load(Ordering::Acquire) != NOT_PLACED)
-            })?;
+    })
+}
+
+/// Whether the peer's hello fits this side's durable state, and what they
+/// agree on: the owner's epoch, this side's count, the least the peer's
+/// count can be.
+fn agree(spec: &Spec, role: Role, held: &Held, theirs: &Hello) -> Result<Agreed> {
+    let owner = role == spec.owner();
+    let (mut epoch, mut count) = (held.epoch, held.count);
+    // A count counts only in the owner's epoch.
+    if !owner {
+        if epoch != theirs.epoch {
+            count = 0;
         }
-        self.wait("room in the queue", || {
-            let consumed = self.peer_count();
-            match sent.checked_sub(consumed) {
-                Some(used) => Ok(used < slots),
-                None => Err(peer_corrupt(format!(
-                    "a consumed count of {consumed}, past the {sent} messages sent"
-                ))),
-            }
-        })?;
-        let seq = sent + 1;
-        let offset = self.offset(sent);
-        let len = ENTRY_HEADER as usize + msg.len();
-        match (&self.local, &self.peer_area) {
-            // Pull: the entry is written and made durable here.
-            (Some(area), _) => {
-                // SAFETY: the entry slot is free (consumed) and inside the area.
-                unsafe { write_entry(area.ptr().add(offset), self.epoch, seq, msg) };
-                area.persist(Site::Entry, offset, len)?;
-                self.count.set(seq);
-                self.tell_count();
-            }
-            // Push: into the receiver's area, then made durable there.
-            (None, Some(remote)) => {
-                // SAFETY: the stage holds a whole entry (stride bytes).
-                unsafe { write_entry(self.stage_ptr, self.epoch, seq, msg) };
-                let at = offset - HEADER;
-                self.conn
-                    .write(&self.stage_mr, 0, len, remote, at as u64)
-                    .map_err(rdma)?;
-                self.make_durable(remote, at, len)?;
-                self.count.set(seq);
-            }
-            (None, None) => unreachable!("a push sender always has the receiver's area"),
+        epoch = theirs.epoch;
+    }
+    let peer_count = if owner && theirs.epoch != epoch {
+        0
+    } else {
+        theirs.count
+    };
+    if peer_count > MAX_COUNT {
+        return Err(peer_corrupt(format!("a count of {peer_count}")));
+    }
+    let slots = spec.entry_count as u64;
+    let counter_floor = match (spec.mode, role) {
+        // The sender resumes after what the receiver's area holds.
+        (Mode::Push, Role::Sender) => {
+            count = peer_count;
+            0
         }
-        Ok(seq)
-    }
-
-    fn make_durable(&self, remote: &RemoteRegion, offset: usize, len: usize) -> Result<()> {
-        let r = match self.durability {
-            Durability::FlushPersistent => {
-                self.conn
-                    .flush(remote, offset as u64, len as u64, Persistence::Persistent)
-            }
-            Durability::FlushGlobal => {
-                self.conn
-                    .flush(remote, offset as u64, len as u64, Persistence::Global)
-            }
-            // Reads are not passed by the writes before them (RC): the
-            // answer means those writes are placed.
-            Durability::ReadAfterWrite => {
-                self.conn.read(&self.stage_mr, 0, 8, remote, offset as u64)
-            }
-        };
-        r.map_err(rdma)
-    }
-
-    /// Dequeues the next message by handing `(sequence number, payload)` to
-    /// `take`; it is consumed for good only if `take` succeeds.
-    pub fn dequeue_with<T>(&self, take: impl FnOnce(u64, &[u8]) -> Result<T>) -> Result<T> {
-        self.require(Role::Receiver)?;
-        self.check_broken()?;
-        let consumed = self.count.get();
-        let next = consumed + 1;
-        let offset = self.offset(consumed);
-        let area = self.local.as_ref().expect("a receiver keeps durable state");
-        let value = match &self.peer_area {
-            // Push: the entry arrives in this side's own area.
-            None => {
-                // SAFETY: the slot lies inside the area, alive with self.
-                let entry = || unsafe {
-                    read_entry(area.ptr().add(offset), self.epoch, self.spec.entry_size)
-                };
-                self.wait("the next message", || {
-                    Ok(entry().is_some_and(|(s, _)| s == next))
-                })?;
-                let (seq, payload) = entry().ok_or(Error::Corrupt(next))?;
-                let value = take(seq, payload)?;
-                write_word(area, AT_CONSUMED, seq);
-                area.persist(Site::Consumed, AT_CONSUMED, 8)?;
-                value
-            }
-            // Pull: read it from the sender's area.
-            Some(remote) => {
-                let slots = self.spec.entry_count as u64;
-                self.wait("the next message", || {
-                    let sent = self.peer_count();
-                    if sent > consumed + slots {
-                        return Err(peer_corrupt(format!(
-                            "{sent} messages sent into a queue of {slots} where {consumed} are consumed"
-                        )));
-                    }
-                    Ok(sent > consumed)
-                })?;
-                let len = ENTRY_HEADER as usize + self.spec.entry_size as usize;
-                self.conn
-                    .read(&self.stage_mr, 0, len, remote, (offset - HEADER) as u64)
-                    .map_err(rdma)?;
-                // SAFETY: the stage holds the entry just read.
-                let (seq, payload) =
-                    unsafe { read_entry(self.stage_ptr, self.epoch, self.spec.entry_size) }
-                        .filter(|(s, _)| *s == next)
-                        .ok_or_else(|| {
-                            peer_corrupt(format!(
-                                "entry {next} in the sender's area is torn or foreign"
-                            ))
-                        })?;
-                let value = take(seq, payload)?;
-                init_word_once(area, &self.spec, self.epoch)?;
-                write_word(area, AT_CONSUMED, seq);
-                area.persist(Site::Consumed, AT_CONSUMED, 8)?;
-                value
-            }
-        };
-        self.count.set(next);
-        self.tell_count();
-        Ok(value)
-    }
-
-    /// Dequeues the next message into `buf`; returns its length.
-    pub fn dequeue(&self, buf: &mut [u8]) -> Result<usize> {
-        self.dequeue_with(into_buf(buf))
-    }
-
-    /// Waits until the receiver has consumed everything enqueued so far.
-    pub fn flush(&self) -> Result<()> {
-        self.require(Role::Sender)?;
-        let sent = self.count.get();
-        self.wait("the receiver to catch up", || Ok(self.peer_count() >= sent))
-    }
-
-    /// Where the queue stands, from this side.
-    pub fn position(&self) -> Position {
-        let (enqueued, consumed) = match self.role {
-            Role::Sender => (self.count.get(), self.peer_count().min(self.count.get())),
-            Role::Receiver => (self.peer_count().max(self.count.get()), self.count.get()),
-        };
-        Position {
-            epoch: self.epoch,
-            enqueued,
-            consumed,
+        // The entries this side's area held when it opened are there.
+        (Mode::Push, Role::Receiver) => held.told,
+        (Mode::Pull, Role::Sender) if peer_count > count => {
+            return Err(peer_corrupt(format!(
+                "a consumed count of {peer_count}, past the {count} messages in the queue"
+            )))
         }
-    }
-
-    fn offset(&self, index: u64) -> usize {
-        self.spec.entry_offset(index)
-    }
-
-    fn require(&self, role: Role) -> Result<()> {
-        if self.role != role {
-            return Err(Error::Invalid(format!(
-                "this side is the queue's {:?}, not its {role:?}",
-                self.role
-            )));
+        (Mode::Pull, Role::Receiver) if peer_count < count || peer_count - count > slots => {
+            return Err(peer_corrupt(format!(
+                "{peer_count} messages in a queue of {slots} where {count} are consumed"
+            )))
         }
-        Ok(())
+        _ => peer_count,
+    };
+    Ok(Agreed {
+        epoch,
+        count,
+        counter_floor,
+    })
+}
+
+/// Registers the owner's ring (never the header) with what the peer
+/// needs: remote write and the FLUSHes this device can serve (push; remote
+/// read too where it serves none, for the sender's READ-after-WRITE),
+/// remote read (pull). Returns the region and what it grants.
+fn register_ring(
+    endpoint: &Endpoint,
+    area: &Area,
+    spec: &Spec,
+    caps: Caps,
+    path: &Path,
+) -> Result<(Region, Grants)> {
+    let mut grants = Grants {
+        medium: Medium::of(area),
+        ..Grants::default()
+    };
+    let mut access = Access::LOCAL_WRITE;
+    if spec.mode == Mode::Push {
+        access = access | Access::REMOTE_WRITE;
+        if caps.flush_global {
+            access = access | Access::FLUSH_GLOBAL;
+            grants.flush_global = true;
+        }
+        if caps.flush_persistent && area.devdax {
+            access = access | Access::FLUSH_PERSISTENT;
+            grants.flush_persistent = true;
+        }
+        if !grants.flush_global && !grants.flush_persistent {
+            access = access | Access::REMOTE_READ;
+            grants.readable = true;
+        }
+    } else {
+        access = access | Access::REMOTE_READ;
+        grants.readable = true;
     }
+    // SAFETY: the area stays mapped while the queue lives; the ring starts
+    // after the header, inside it.
+    let ring = unsafe { area.ptr().add(HEADER) };
+    let mr = unsafe { endpoint.register(ring, spec.area_bytes() - HEADER, access) }.map_err(|e| {
+        let on_fsdax = !area.devdax && Medium::of(area) == Medium::Pmem;
+        Error::Rdma(if on_fsdax {
+            format!(
+                "{}: {e}: pages of a DAX filesystem cannot be pinned for RDMA; put the area on a Device DAX namespace (ndctl create-namespace -m devdax)",
+                path.display()
+            )
+        } else {
+            format!("{}: {e}", path.display())
+        })
+    })?;
+    Ok((mr, grants))
+}
+
+/// What the owner grants and this device can do, both.
+fn durability(spec: &Spec, role: Role, caps: Caps, g: Grants) -> Result<Durability> {
+    Ok(if g.flush_persistent && caps.flush_persistent {
+        Durability::FlushPersistent
+    } else if g.flush_global && caps.flush_global {
+        Durability::FlushGlobal
+    } else if g.readable || spec.mode == Mode::Pull || role == Role::Receiver {
+        Durability::ReadAfterWrite
+    } else {
+        return Err(Error::Rdma(
+            "no way to make entries durable at the receiver: it grants a FLUSH this device cannot send, and no read".into(),
+        ));
+    })
 }
 
 fn rdma(e: sky_rdma::Error) -> Error {
@@ -658,68 +564,155 @@ fn peer_corrupt(what: String) -> Error {
     Error::RemoteCorrupt(what)
 }
 
-fn word(area: &Area, at: usize) -> u64 {
-    // SAFETY: an aligned word inside the area's header.
-    unsafe { std::ptr::read_volatile(area.ptr().add(at) as *const u64) }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn write_word(area: &Area, at: usize, value: u64) {
-    // SAFETY: an aligned word inside the area's header, this side's alone.
-    unsafe { std::ptr::write_volatile(area.ptr().add(at) as *mut u64, value) }
-}
-
-/// (epoch, consumed) of a header of this geometry, if there is one.
-fn read_header(area: &Area, spec: &Spec) -> Option<(u64, u64)> {
-    (word(area, AT_MAGIC) == MAGIC
-        && word(area, AT_SIZE) == spec.entry_size as u64
-        && word(area, AT_COUNT) == spec.entry_count as u64)
-        .then(|| (word(area, AT_EPOCH), word(area, AT_CONSUMED)))
-}
-
-/// A header for `epoch`, nothing consumed, made durable before its magic.
-fn init_header(area: &Area, spec: &Spec, epoch: u64) -> Result<()> {
-    write_word(area, AT_MAGIC, 0);
-    write_word(area, AT_EPOCH, epoch);
-    write_word(area, AT_SIZE, spec.entry_size as u64);
-    write_word(area, AT_COUNT, spec.entry_count as u64);
-    write_word(area, AT_CONSUMED, 0);
-    area.persist(Site::AreaHeader, 0, HEADER)?;
-    write_word(area, AT_MAGIC, MAGIC);
-    area.persist(Site::AreaHeader, 0, 8)
-}
-
-/// The pull receiver's state file follows the owner's epoch: rewritten
-/// (nothing consumed) when it holds another.
-fn init_word_once(area: &Area, spec: &Spec, epoch: u64) -> Result<()> {
-    match read_header(area, spec) {
-        Some((e, _)) if e == epoch => Ok(()),
-        _ => init_header(area, spec, epoch),
+    fn spec(mode: Mode) -> Spec {
+        Spec {
+            mode,
+            entry_size: 64,
+            entry_count: 16,
+        }
     }
-}
 
-/// The messages durably in an owner's area: the unbroken run of complete
-/// entries of `epoch`, each in its own slot, after `from` (the consumed
-/// count), or, when that is not known (a pull sender opening), after the
-/// oldest entry the ring still holds; at most a ring's worth.
-fn durable_end(area: &Area, spec: &Spec, epoch: u64, from: Option<u64>) -> u64 {
-    let slots = spec.entry_count as u64;
-    let seq_in = |slot: u64| {
-        let offset = spec.entry_offset(slot);
-        // SAFETY: the slot lies inside the area.
-        unsafe { read_entry(area.ptr().add(offset), epoch, spec.entry_size) }
-            .map(|(seq, _)| seq)
-            .filter(|&seq| (seq - 1) % slots == slot && seq <= MAX_COUNT)
-    };
-    let start = from.unwrap_or_else(|| (0..slots).filter_map(seq_in).min().map_or(0, |m| m - 1));
-    let mut n = start;
-    while n < start + slots && seq_in(n % slots) == Some(n + 1) {
-        n += 1;
+    fn hello(mode: Mode, role: Role, epoch: u64, count: u64) -> Hello {
+        Hello {
+            mode,
+            role,
+            entry_size: 64,
+            entry_count: 16,
+            epoch,
+            count,
+            area: Reach {
+                addr: 0x1000,
+                rkey: 1,
+            },
+            counter: Reach {
+                addr: 0x2000,
+                rkey: 2,
+            },
+            grants: Grants::default(),
+        }
     }
-    n
-}
 
-fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
+    fn held(epoch: u64, count: u64, told: u64) -> Held {
+        Held { epoch, count, told }
+    }
+
+    #[test]
+    fn a_push_sender_resumes_after_what_the_receivers_area_holds() {
+        let s = spec(Mode::Push);
+        let a = agree(
+            &s,
+            Role::Sender,
+            &held(0, 0, 0),
+            &hello(Mode::Push, Role::Receiver, 9, 37),
+        )
+        .unwrap();
+        assert_eq!((a.epoch, a.count, a.counter_floor), (9, 37, 0));
+        // The receiver counts its own durable entries as sent.
+        let r = agree(
+            &s,
+            Role::Receiver,
+            &held(9, 30, 37),
+            &hello(Mode::Push, Role::Sender, 0, 0),
+        )
+        .unwrap();
+        assert_eq!((r.epoch, r.count, r.counter_floor), (9, 30, 37));
+    }
+
+    #[test]
+    fn a_count_from_another_epoch_counts_for_nothing() {
+        let s = spec(Mode::Pull);
+        // The pull receiver's consumed count belongs to epoch 4; the
+        // sender's area is now in epoch 5.
+        let a = agree(
+            &s,
+            Role::Receiver,
+            &held(4, 20, 20),
+            &hello(Mode::Pull, Role::Sender, 5, 3),
+        )
+        .unwrap();
+        assert_eq!((a.epoch, a.count, a.counter_floor), (5, 0, 3));
+        // The sender ignores a consumed count of an epoch it no longer has.
+        let b = agree(
+            &s,
+            Role::Sender,
+            &held(5, 3, 3),
+            &hello(Mode::Pull, Role::Receiver, 4, 20),
+        )
+        .unwrap();
+        assert_eq!((b.count, b.counter_floor), (3, 0));
+    }
+
+    #[test]
+    fn impossible_counts_from_a_peer_are_refused_by_name() {
+        let s = spec(Mode::Pull);
+        let e = |r: Result<Agreed>| r.err().expect("refused").to_string();
+        let past = agree(
+            &s,
+            Role::Sender,
+            &held(5, 3, 3),
+            &hello(Mode::Pull, Role::Receiver, 5, 4),
+        );
+        assert!(e(past).contains("a consumed count of 4, past the 3 messages"));
+        let over_ring = agree(
+            &s,
+            Role::Receiver,
+            &held(5, 2, 2),
+            &hello(Mode::Pull, Role::Sender, 5, 19),
+        );
+        assert!(e(over_ring).contains("19 messages in a queue of 16 where 2 are consumed"));
+        let behind = agree(
+            &s,
+            Role::Receiver,
+            &held(5, 9, 9),
+            &hello(Mode::Pull, Role::Sender, 5, 8),
+        );
+        assert!(e(behind).contains("8 messages in a queue of 16 where 9 are consumed"));
+        let huge = agree(
+            &spec(Mode::Push),
+            Role::Sender,
+            &held(0, 0, 0),
+            &hello(Mode::Push, Role::Receiver, 1, MAX_COUNT + 1),
+        );
+        assert!(e(huge).contains("a count of"));
+    }
+
+    #[test]
+    fn a_sender_without_a_flush_the_owner_grants_has_no_durable_push() {
+        let s = spec(Mode::Push);
+        let caps = Caps {
+            flush_global: true,
+            flush_persistent: false,
+            atomic_write: true,
+        };
+        let both = Grants {
+            flush_persistent: true,
+            flush_global: true,
+            ..Grants::default()
+        };
+        assert_eq!(
+            durability(&s, Role::Sender, caps, both).unwrap(),
+            Durability::FlushGlobal
+        );
+        let only_persistent = Grants {
+            flush_persistent: true,
+            ..Grants::default()
+        };
+        let e = durability(&s, Role::Sender, caps, only_persistent).unwrap_err();
+        assert!(
+            e.to_string().contains("no way to make entries durable"),
+            "{e}"
+        );
+        let readable = Grants {
+            readable: true,
+            ..Grants::default()
+        };
+        assert_eq!(
+            durability(&s, Role::Sender, caps, readable).unwrap(),
+            Durability::ReadAfterWrite
+        );
+    }
 }

@@ -1,0 +1,264 @@
+//! Moving entries: `enqueue`, `dequeue_with`, `flush` and the waits
+//! between them, on a queue `open` connected.
+
+use super::header::{commit_consumed, init_header_once, HEADER};
+use super::{peer_corrupt, rdma, Durability, RemoteQueue, Role, KEEPALIVE, NOT_PLACED};
+use crate::persist::Site;
+use crate::pmq::{into_buf, read_entry, write_entry, Position, ENTRY_HEADER};
+use crate::{Error, Result};
+use sky_rdma::{Chain, Persistence, RemoteRegion};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+impl RemoteQueue {
+    /// The peer's count as its word shows it, never below its floor.
+    pub(super) fn peer_count(&self) -> u64 {
+        match self.counter.load(Ordering::Acquire) {
+            NOT_PLACED => self.counter_floor,
+            w => w.max(self.counter_floor),
+        }
+    }
+
+    /// Refuses work once the peer could not be told a committed count.
+    fn check_broken(&self) -> Result<()> {
+        match &*self.broken.borrow() {
+            Some(why) => Err(Error::Rdma(format!(
+                "the connection broke ({why}); what was committed stays: open the queue again"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Tells the peer this side's committed count; a failure leaves the
+    /// commit standing (the next hello carries the count) and the queue
+    /// refusing further work.
+    fn tell_count(&self) {
+        if let Err(e) = self.place_count() {
+            *self.broken.borrow_mut() = Some(e.to_string());
+        }
+    }
+
+    /// Places this side's count into the peer's counter word.
+    pub(super) fn place_count(&self) -> Result<()> {
+        self.conn
+            .atomic_write(&self.peer_counter, 0, self.count.get())
+            .map_err(rdma)
+    }
+
+    /// Waits until `ready` holds: while the peer is there (RDMA CM has not
+    /// said it left, the keep-alive still reaches it), and at most the
+    /// timeout if one is set.
+    fn wait(&self, what: &str, mut ready: impl FnMut() -> Result<bool>) -> Result<()> {
+        let started = Instant::now();
+        let mut beat = Instant::now();
+        let mut spins = 0u32;
+        while !ready()? {
+            spins += 1;
+            if spins <= 2000 {
+                std::hint::spin_loop();
+                continue;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+            if !spins.is_multiple_of(20) {
+                continue;
+            }
+            if let Some(limit) = self.timeout.get() {
+                if started.elapsed() > limit {
+                    return Err(Error::Rdma(format!(
+                        "no word from the peer in {:.1} s while waiting for {what}",
+                        limit.as_secs_f64()
+                    )));
+                }
+            }
+            self.conn
+                .check()
+                .map_err(|e| Error::Rdma(format!("while waiting for {what}: {e}")))?;
+            if beat.elapsed() > KEEPALIVE {
+                beat = Instant::now();
+                self.place_count()
+                    .map_err(|e| Error::Rdma(format!("while waiting for {what}: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Enqueues `msg`, waiting while the queue is full; returns its
+    /// sequence number once it is durable at the queue's owner. An error
+    /// from the connection leaves it unknown whether `msg` went in: open
+    /// the queue again and see `position().enqueued`.
+    pub fn enqueue(&self, msg: &[u8]) -> Result<u64> {
+        self.require(Role::Sender)?;
+        self.check_broken()?;
+        if msg.len() > self.spec.entry_size as usize {
+            return Err(Error::TooLarge {
+                len: msg.len() as u64,
+                cap: self.spec.entry_size as u64,
+            });
+        }
+        let sent = self.count.get();
+        let slots = self.spec.entry_count as u64;
+        if self.local.is_none() {
+            // The receiver places its count once it has opened its QP to
+            // FLUSH: no FLUSH goes before that.
+            self.wait("the receiver to be ready", || {
+                Ok(self.counter.load(Ordering::Acquire) != NOT_PLACED)
+            })?;
+        }
+        self.wait("room in the queue", || {
+            let consumed = self.peer_count();
+            match sent.checked_sub(consumed) {
+                Some(used) => Ok(used < slots),
+                None => Err(peer_corrupt(format!(
+                    "a consumed count of {consumed}, past the {sent} messages sent"
+                ))),
+            }
+        })?;
+        let seq = sent + 1;
+        let offset = self.spec.entry_offset(sent);
+        let len = ENTRY_HEADER as usize + msg.len();
+        match (&self.local, &self.peer_area) {
+            // Pull: the entry is written and made durable here.
+            (Some(area), _) => {
+                // SAFETY: the entry slot is free (consumed) and inside the area.
+                unsafe { write_entry(area.ptr().add(offset), self.epoch, seq, msg) };
+                area.persist(Site::Entry, offset, len)?;
+                self.count.set(seq);
+                self.tell_count();
+            }
+            // Push: into the receiver's area, made durable there, then
+            // counted there: one chain.
+            (None, Some(remote)) => {
+                // SAFETY: the stage holds a whole entry (stride bytes).
+                unsafe { write_entry(self.stage_ptr, self.epoch, seq, msg) };
+                let at = (offset - HEADER) as u64;
+                self.conn
+                    .chain(|c| {
+                        c.write(&self.stage_mr, 0, len, remote, at)?;
+                        self.make_durable(c, remote, at, len as u64)?;
+                        // The count only once the FLUSH (or READ) is
+                        // answered: the receiver never sees a count before
+                        // the entry it counts is placed.
+                        c.fence();
+                        c.atomic_write(&self.peer_counter, 0, seq)
+                    })
+                    .map_err(rdma)?;
+                self.count.set(seq);
+            }
+            (None, None) => unreachable!("a push sender always has the receiver's area"),
+        }
+        Ok(seq)
+    }
+
+    fn make_durable(
+        &self,
+        c: &mut Chain<'_>,
+        remote: &RemoteRegion,
+        at: u64,
+        len: u64,
+    ) -> sky_rdma::Result<()> {
+        match self.durability {
+            Durability::FlushPersistent => c.flush(remote, at, len, Persistence::Persistent),
+            Durability::FlushGlobal => c.flush(remote, at, len, Persistence::Global),
+            // Reads are not passed by the writes before them (RC): the
+            // answer means those writes are placed.
+            Durability::ReadAfterWrite => c.read(&self.stage_mr, 0, 8, remote, at),
+        }
+    }
+
+    /// Dequeues the next message by handing `(sequence number, payload)` to
+    /// `take`; it is consumed for good only if `take` succeeds.
+    pub fn dequeue_with<T>(&self, take: impl FnOnce(u64, &[u8]) -> Result<T>) -> Result<T> {
+        self.require(Role::Receiver)?;
+        self.check_broken()?;
+        let consumed = self.count.get();
+        let next = consumed + 1;
+        let offset = self.spec.entry_offset(consumed);
+        let slots = self.spec.entry_count as u64;
+        let area = self.local.as_ref().expect("a receiver keeps durable state");
+        self.wait("the next message", || {
+            let sent = self.peer_count();
+            if sent > consumed + slots {
+                return Err(peer_corrupt(format!(
+                    "{sent} messages sent into a queue of {slots} where {consumed} are consumed"
+                )));
+            }
+            Ok(sent > consumed)
+        })?;
+        // A private copy, checked whole: the sender (or its NIC) cannot
+        // change it between the check and the hand-over.
+        let len = ENTRY_HEADER as usize + self.spec.entry_size as usize;
+        let whose = match &self.peer_area {
+            None => {
+                // SAFETY: the slot lies inside the area, the stage holds a
+                // whole entry; the two never overlap.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(area.ptr().add(offset), self.stage_ptr, len)
+                };
+                "this side's area"
+            }
+            Some(remote) => {
+                self.conn
+                    .read(&self.stage_mr, 0, len, remote, (offset - HEADER) as u64)
+                    .map_err(rdma)?;
+                "the sender's area"
+            }
+        };
+        // SAFETY: the stage holds the entry just copied.
+        let (seq, payload) =
+            unsafe { read_entry(self.stage_ptr, self.epoch, self.spec.entry_size) }
+                .filter(|(s, _)| *s == next)
+                .ok_or_else(|| {
+                    peer_corrupt(format!(
+                        "entry {next} in {whose}, counted by the sender, is torn or foreign"
+                    ))
+                })?;
+        let value = take(seq, payload)?;
+        if self.peer_area.is_some() {
+            init_header_once(area, &self.spec, self.epoch)?;
+        }
+        commit_consumed(area, seq)?;
+        self.count.set(next);
+        self.tell_count();
+        Ok(value)
+    }
+
+    /// Dequeues the next message into `buf`; returns its length.
+    pub fn dequeue(&self, buf: &mut [u8]) -> Result<usize> {
+        self.dequeue_with(into_buf(buf))
+    }
+
+    /// Waits until the receiver has consumed everything enqueued so far.
+    pub fn flush(&self) -> Result<()> {
+        self.require(Role::Sender)?;
+        let sent = self.count.get();
+        self.wait("the receiver to catch up", || match self.peer_count() {
+            consumed if consumed > sent => Err(peer_corrupt(format!(
+                "a consumed count of {consumed}, past the {sent} messages sent"
+            ))),
+            consumed => Ok(consumed == sent),
+        })
+    }
+
+    /// Where the queue stands, from this side.
+    pub fn position(&self) -> Position {
+        let (enqueued, consumed) = match self.role {
+            Role::Sender => (self.count.get(), self.peer_count().min(self.count.get())),
+            Role::Receiver => (self.peer_count().max(self.count.get()), self.count.get()),
+        };
+        Position {
+            epoch: self.epoch,
+            enqueued,
+            consumed,
+        }
+    }
+
+    fn require(&self, role: Role) -> Result<()> {
+        if self.role != role {
+            return Err(Error::Invalid(format!(
+                "this side is the queue's {:?}, not its {role:?}",
+                self.role
+            )));
+        }
+        Ok(())
+    }
+}
