@@ -3,7 +3,8 @@
 //! namespaces, rdma-core 56 and perftest (xtask/src/guest_tools.rs,
 //! tests/vm/lib.sh `rdma_pair`, tests/vm/rdma-bed.sh): the verbs, the
 //! queue push and pull, its resume after a kill of either side and a link
-//! taken down, a hostile peer refused, perftest as the ceiling. Boots a
+//! cut, its area on Device DAX, a hostile peer refused, perftest as the
+//! ceiling. Boots a
 //! VM, so #[ignore]d in a plain `cargo test`; `cargo xtask test` runs it.
 
 // Shared by the VM test binaries; each uses part of it.
@@ -19,6 +20,8 @@ use xtask::vm::VmConfig;
 fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill() {
     let cfg = VmConfig {
         rdma: true,
+        // An emulated NVDIMM: a Device DAX namespace for the queue's area.
+        pmem_mb: Some(64),
         extra_binaries: xtask::pvas::hostile_binary()
             .unwrap_or_else(|e| panic!("building the hostile peer: {e:#}")),
         ..scenario_config("1x2x1")
@@ -111,6 +114,37 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
             "{mode}"
         );
     }
+    // The area on persistent memory RDMA may pin (Device DAX): the push
+    // sender FLUSHes to persistence; 100 messages, then new processes go
+    // on from what the namespace holds (101 to 150); pull from there too.
+    assert_eq!(check(&c, "pmem_namespace"), "devdax");
+    for key in [
+        "devdax_push1_send_exit",
+        "devdax_push1_recv_exit",
+        "devdax_push2_send_exit",
+        "devdax_push2_recv_exit",
+        "devdax_pull_send_exit",
+        "devdax_pull_recv_exit",
+    ] {
+        assert_eq!(check(&c, key), "0", "{key}");
+    }
+    let round = |r: &str, side: &str| {
+        report::one_line(
+            &out,
+            &format!("result workload=rdma-devdax round={r} side={side} "),
+        )
+        .unwrap_or_else(|e| panic!("devdax {r} {side}: {e}"))
+    };
+    let first = round("1", "send");
+    assert_eq!(first["durability"], "FlushPersistent", "{first:?}");
+    assert_eq!(first["medium"], "Pmem", "{first:?}");
+    assert_eq!(round("2", "send")["enqueued"], "100");
+    let again = round("2", "recv");
+    assert_eq!(
+        (again["first"].as_str(), again["last"].as_str()),
+        ("101", "150")
+    );
+    assert_eq!(round("pull", "send")["medium"], "Pmem");
     // The receiver killed inside a dequeue (SIGKILL; message 80 applied,
     // not yet consumed for good) and started again, push and pull; the link cut for 1 s (push) and 12 s (pull): both sides
     // open the queue again from their durable state; the receiver's record of what it

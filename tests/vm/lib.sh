@@ -256,6 +256,23 @@ bench_persistence() {
 	echo "check persist=${persist:-unknown}"
 }
 
+# pmem_devdax: make the emulated NVDIMM a Device DAX namespace
+# (/dev/dax0.0: persistent memory mapped whole, which RDMA may pin, unlike
+# the pages of a DAX filesystem), as pmem_dax_mount makes it fsdax (no
+# labels; -f: the raw namespace is in use). Checks: pmem_namespace.
+pmem_devdax() {
+	ndctl create-namespace -f -e namespace0.0 -m devdax >/tmp/ndctl.out 2>&1 ||
+		{ cat /tmp/ndctl.out; echo "check pmem_namespace=failed"; return 1; }
+	# The namespace's mode comes first (its dax device's follows).
+	mode=$(sed -n 's/^ *"mode":"\([a-z]*\)".*/\1/p' /tmp/ndctl.out | head -1)
+	echo "check pmem_namespace=${mode:-unknown}"
+	[ "$mode" = devdax ] || { cat /tmp/ndctl.out; return 1; }
+	if [ ! -c /dev/dax0.0 ]; then
+		dev=$(cat /sys/bus/dax/devices/dax0.0/dev 2>/dev/null) || { echo "no dax0.0"; return 1; }
+		mknod /dev/dax0.0 c "${dev%%:*}" "${dev##*:}"
+	fi
+}
+
 # pmem_dax_mount DIR: make the emulated NVDIMM (VmConfig pmem_mb, cargo
 # xtask vm --pmem-mb) an fsdax namespace, put ext4 on it and mount it at
 # DIR with DAX; fail unless DAX is really in effect. qemu's NVDIMM has no

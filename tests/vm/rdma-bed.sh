@@ -196,6 +196,49 @@ survive pull kill 7476
 survive push link 7477 1
 survive pull link 7478 12
 
+# The push receiver's area on persistent memory RDMA may pin (a Device
+# DAX namespace on the emulated NVDIMM): the sender FLUSHes each entry to
+# persistence (rxe writes the range back from the CPU caches). 100
+# messages, then both sides start again as new processes and the queue
+# goes on from what the namespace holds: 101 to 150. Then pull, with the
+# sender's area there.
+devdax() {
+	pmem_devdax || return 1
+	for round in 1 2; do
+		fresh=
+		[ "$round" = 1 ] && fresh=--fresh
+		n=$((50 + 50 * round))
+		# shellcheck disable=SC2086
+		$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote recv --mode push --listen 10.77.0.2:7481 \
+			--area /dev/dax0.0 $fresh $geometry --messages $n >/tmp/d$round.recv 2>&1 &
+		receiver=$!
+		listening 7481
+		# shellcheck disable=SC2086
+		in_ns a sky-rdma-run /bin/sky-pvas-remote send --mode push --connect 10.77.0.2:7481 \
+			$geometry --messages $n >/tmp/d$round.send 2>&1
+		echo "check devdax_push${round}_send_exit=$?"
+		bounded "$receiver" 60
+		echo "check devdax_push${round}_recv_exit=$?"
+		cat /tmp/d$round.send /tmp/d$round.recv
+		sed -n "s/^ok open /result workload=rdma-devdax round=$round side=send /p" /tmp/d$round.send
+		sed -n "s/^ok took /result workload=rdma-devdax round=$round side=recv /p" /tmp/d$round.recv
+	done
+	# shellcheck disable=SC2086
+	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote send --mode pull --listen 10.77.0.2:7482 \
+		--area /dev/dax0.0 --fresh $geometry --messages 60 >/tmp/dp.send 2>&1 &
+	sender=$!
+	listening 7482
+	# shellcheck disable=SC2086
+	in_ns a sky-rdma-run /bin/sky-pvas-remote recv --mode pull --connect 10.77.0.2:7482 \
+		--area /tmp/dp-recv --fresh $geometry --messages 60 >/tmp/dp.recv 2>&1
+	echo "check devdax_pull_recv_exit=$?"
+	bounded "$sender" 60
+	echo "check devdax_pull_send_exit=$?"
+	cat /tmp/dp.send /tmp/dp.recv
+	sed -n "s/^ok open /result workload=rdma-devdax round=pull side=send /p" /tmp/dp.send
+}
+devdax
+
 # A hostile peer (sky-pvas-hostile: well-formed hellos, then garbage): it
 # writes garbage into a push receiver's ring and counter word, and places
 # impossible consumed counts into a pull sender's; the honest end refuses

@@ -201,6 +201,9 @@ pub fn project_binaries() -> Result<Vec<PathBuf>> {
 /// device_dax serve devdax namespaces (/dev/daxX.Y), which no filesystem
 /// mounts.
 const PMEM_MODULES: [&str; 3] = ["nfit", "nd_pmem", "ext4"];
+/// What a Device DAX namespace needs (/dev/daxX.Y): the queue between
+/// machines keeps its RDMA-registered area there, so they come with RDMA.
+const DEVDAX_MODULES: [&str; 2] = ["device_dax", "dax_pmem"];
 const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
 
 /// What soft-RoCE between two network namespaces needs (their
@@ -234,7 +237,11 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     }
     let mut placed = cfg.extra_binaries.clone();
     if cfg.rdma {
-        for ko in crate::modules::resolve(&kernel, &RDMA_MODULES)? {
+        let mut names = RDMA_MODULES.to_vec();
+        if cfg.pmem_mb.is_some() {
+            names.extend(DEVDAX_MODULES);
+        }
+        for ko in crate::modules::resolve(&kernel, &names)? {
             if !modules.contains(&ko) {
                 modules.push(ko);
             }
