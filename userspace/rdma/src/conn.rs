@@ -75,40 +75,53 @@ impl Shared {
     /// or it closed), or the device went away. Other events are taken and
     /// acknowledged.
     pub(crate) fn next_event(&self) -> Option<String> {
-        // SAFETY: a synchronous id has its own event channel; the events
-        // taken here are acknowledged before the next is read.
-        unsafe {
-            let channel = (*self.id).channel;
-            if channel.is_null() {
-                return None;
-            }
-            loop {
-                let mut pfd = libc::pollfd {
-                    fd: (*channel).fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                if libc::poll(&mut pfd, 1, 0) != 1 || pfd.revents & libc::POLLIN == 0 {
-                    return None;
+        // SAFETY: the id's own channel (its synchronous one, or the one
+        // it moved to for connecting).
+        let channel = unsafe { (*self.id).channel };
+        // SAFETY: as above.
+        while let Ok(Some((kind, _, _))) = unsafe { take_event(channel, 0) } {
+            match kind {
+                sys::rdma_cm_event_type::RDMA_CM_EVENT_DISCONNECTED => {
+                    return Some("the peer disconnected".into())
                 }
-                let mut event = std::ptr::null_mut();
-                if sys::rdma_get_cm_event(channel, &mut event) != 0 || event.is_null() {
-                    return None;
+                sys::rdma_cm_event_type::RDMA_CM_EVENT_DEVICE_REMOVAL => {
+                    return Some("the RDMA device was removed".into())
                 }
-                let kind = (*event).event;
-                sys::rdma_ack_cm_event(event);
-                match kind {
-                    sys::rdma_cm_event_type::RDMA_CM_EVENT_DISCONNECTED => {
-                        return Some("the peer disconnected".into())
-                    }
-                    sys::rdma_cm_event_type::RDMA_CM_EVENT_DEVICE_REMOVAL => {
-                        return Some("the RDMA device was removed".into())
-                    }
-                    _ => continue,
-                }
+                _ => continue,
             }
         }
+        None
     }
+}
+
+/// One RDMA CM event from `channel` if one comes within `ms`
+/// milliseconds: its type, status and private data, copied before it is
+/// acknowledged.
+///
+/// # Safety
+/// `channel` is null or an id's live event channel.
+unsafe fn take_event(
+    channel: *mut sys::rdma_event_channel,
+    ms: i32,
+) -> Result<Option<(u32, i32, Vec<u8>)>> {
+    if channel.is_null() {
+        return Ok(None);
+    }
+    let mut pfd = libc::pollfd {
+        fd: (*channel).fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    if libc::poll(&mut pfd, 1, ms) != 1 || pfd.revents & libc::POLLIN == 0 {
+        return Ok(None);
+    }
+    let mut event = std::ptr::null_mut();
+    if sys::rdma_get_cm_event(channel, &mut event) != 0 || event.is_null() {
+        return Err(Error::last("rdma_get_cm_event"));
+    }
+    let out = ((*event).event, (*event).status, private_data(event));
+    sys::rdma_ack_cm_event(event);
+    Ok(Some(out))
 }
 
 impl Drop for Shared {
@@ -419,37 +432,9 @@ impl Endpoint {
         &self,
         limit: std::time::Duration,
     ) -> Result<Option<(u32, i32, Vec<u8>)>> {
-        let channel = self.shared.channel.get();
-        // SAFETY: the id's own channel; each event is copied from, then
-        // acknowledged.
-        unsafe {
-            let mut pfd = libc::pollfd {
-                fd: (*channel).fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = limit.as_millis().min(i32::MAX as u128) as i32;
-            if libc::poll(&mut pfd, 1, ms) != 1 {
-                return Ok(None);
-            }
-            let mut event = std::ptr::null_mut();
-            if sys::rdma_get_cm_event(channel, &mut event) != 0 || event.is_null() {
-                return Err(Error::last("rdma_get_cm_event"));
-            }
-            let conn = (*event).param.conn;
-            let data = if conn.private_data.is_null() {
-                Vec::new()
-            } else {
-                std::slice::from_raw_parts(
-                    conn.private_data as *const u8,
-                    conn.private_data_len as usize,
-                )
-                .to_vec()
-            };
-            let out = ((*event).event, (*event).status, data);
-            sys::rdma_ack_cm_event(event);
-            Ok(Some(out))
-        }
+        let ms = limit.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: the id's own channel, made by `make_async`.
+        unsafe { take_event(self.shared.channel.get(), ms) }
     }
 
     /// Refuses a client's request (the server's endpoint only), telling it
@@ -486,7 +471,14 @@ const REJECT_DATA: usize = 148;
 /// # Safety
 /// `id` is a synchronous id.
 unsafe fn event_data(id: *mut sys::rdma_cm_id) -> Vec<u8> {
-    let event = (*id).event;
+    private_data((*id).event)
+}
+
+/// The private data an event carries (none for a null event).
+///
+/// # Safety
+/// `event` is null or a live, unacknowledged event.
+unsafe fn private_data(event: *mut sys::rdma_cm_event) -> Vec<u8> {
     if event.is_null() {
         return Vec::new();
     }
