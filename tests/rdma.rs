@@ -22,8 +22,12 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
         rdma: true,
         // An emulated NVDIMM: a Device DAX namespace for the queue's area.
         pmem_mb: Some(64),
-        extra_binaries: xtask::pvas::hostile_binary()
-            .unwrap_or_else(|e| panic!("building the hostile peer: {e:#}")),
+        extra_binaries: [
+            xtask::pvas::hostile_binary()
+                .unwrap_or_else(|e| panic!("building the hostile peer: {e:#}")),
+            xtask::pvas::c_remote_binary().unwrap_or_else(|e| panic!("building the C end: {e:#}")),
+        ]
+        .concat(),
         ..scenario_config("1x2x1")
     };
     let out = run_scenario_configured("rdma-bed", "65536 200", &cfg);
@@ -77,6 +81,28 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
                 "consumed"
             };
             assert_eq!(done[key], "200", "{mode} {side}: {done:?}");
+        }
+    }
+    // The C API against the Rust tool, on the same wire: a C push sender
+    // and a C pull receiver, 120 messages each, every byte checked by
+    // whichever end receives.
+    for mode in ["push", "pull"] {
+        for side in ["send", "recv"] {
+            assert_eq!(
+                check(&c, &format!("c_{mode}_{side}_exit")),
+                "0",
+                "C API, {mode} {side}"
+            );
+        }
+        let (c_line, rust_line) = match mode {
+            "push" => ("c ok sent first=1 last=120", "ok took first=1 last=120"),
+            _ => ("c ok took first=1 last=120", "ok done epoch="),
+        };
+        for want in [c_line, rust_line] {
+            assert!(
+                out.contains(&format!("c_api {mode}: {want}")),
+                "C API, {mode}: no {want:?}"
+            );
         }
     }
     // Resume, push and pull: the receiver leaves after 80 messages, the

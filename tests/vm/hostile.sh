@@ -25,6 +25,7 @@ for sched in ${2:-sky}; do
 	fi
 	start_sky --stats-interval 5 || exit 1
 	hostile_run
+	scx_events
 	echo "check state_after_hostile=$(state)"
 	stop_sky
 done

@@ -155,6 +155,19 @@ all_dmesg_errors() {
 }
 [ -e /tmp/boot-errors ] || all_dmesg_errors >/tmp/boot-errors
 
+# The kernel's own sched_ext event counters for the loaded scheduler, one
+# line (tasks the kernel put in its global fallback queue because their
+# CPU went offline, dispatches that fell back, ...): a scheduler-independent
+# account of what a long wait went through. Absent before 6.16: says so.
+scx_events() {
+	f=/sys/kernel/sched_ext/root/events
+	if [ -r "$f" ]; then
+		echo "result scx_events $(awk '{printf "%s=%s ", $1, $2}' "$f")"
+	else
+		echo "result scx_events unavailable"
+	fi
+}
+
 # report_dmesg [EXPECTED]: the sched_ext log, the count of failures, and
 # the kernel's own boot-time errors (not scx_sky's: nothing had run yet).
 report_dmesg() {

@@ -65,6 +65,45 @@ for mode in push pull; do
 	queue "$mode" --fresh $geometry --messages 200
 done
 
+# The C API (sky_pvas_queue_connect) against the Rust tool: a C sender
+# pushes into a Rust receiver, a Rust sender into a C receiver's pull; 120
+# messages each, every byte checked.
+c_api() {
+	mode=$1 port=$2
+	c_args="$mode listen 10.77.0.2:$port"
+	rust_args="--mode $mode --connect 10.77.0.2:$port $shape --sizes 1,64,100,4096,777 --messages 120"
+	if [ "$mode" = push ]; then
+		# shellcheck disable=SC2086
+		$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote recv --mode push \
+			--listen 10.77.0.2:"$port" --area /tmp/qc-push-recv --fresh $shape \
+			--sizes 1,64,100,4096,777 --messages 120 >/tmp/qc.push.recv 2>&1 &
+		server=$!
+		listening "$port"
+		in_ns a sky-rdma-run /bin/sky-pvas-c-remote send push connect 10.77.0.2:"$port" - \
+			120 4096 16 1,64,100,4096,777 >/tmp/qc.push.send 2>&1
+		rc=$?
+		echo "check c_push_send_exit=$rc"
+	else
+		# shellcheck disable=SC2086
+		$NS_EXEC b sky-rdma-run /bin/sky-pvas-c-remote recv $c_args /tmp/qc-pull-recv \
+			120 4096 16 1,64,100,4096,777 >/tmp/qc.pull.recv 2>&1 &
+		server=$!
+		listening "$port"
+		# shellcheck disable=SC2086
+		in_ns a sky-rdma-run /bin/sky-pvas-remote send $rust_args --area /tmp/qc-pull-send \
+			--fresh >/tmp/qc.pull.send 2>&1
+		rc=$?
+		echo "check c_pull_send_exit=$rc"
+	fi
+	# A sender that failed leaves its receiver waiting for the rest.
+	[ "$rc" = 0 ] || kill "$server"
+	wait "$server"
+	echo "check c_${mode}_recv_exit=$?"
+	sed "s/^/c_api $mode: /" /tmp/qc."$mode".send /tmp/qc."$mode".recv
+}
+c_api push 7480
+c_api pull 7481
+
 # Resume: a fresh push queue; the receiver leaves after 80 messages and
 # the sender is killed (SIGKILL) then, mid-stream; both start again as new
 # processes, and the queue goes on from its durable state: the sender

@@ -4,11 +4,12 @@
 //! as /bin/sky-pvas-crash-peer (the script names it in SKY_PVAS_PEER: the
 //! path cargo baked into the tests may lie under /tmp, which the guest
 //! mounts over). The hostile end of a queue between machines
-//! (tests/vm/rdma-bed.sh): /bin/sky-pvas-hostile.
+//! (tests/vm/rdma-bed.sh): /bin/sky-pvas-hostile; and its end in C, through
+//! the C API: /bin/sky-pvas-c-remote.
 
 use crate::paths::{release_bin, workspace_root};
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Where the crash-test binary and its peer go in the guest.
@@ -70,6 +71,53 @@ pub fn hostile_binary() -> Result<Vec<(PathBuf, PathBuf)>> {
         release_bin("sky-pvas-hostile")?,
         PathBuf::from(HOSTILE),
     )])
+}
+
+/// Where the C end of a queue between machines goes in the guest, and the
+/// library it loads (its rpath names that directory).
+pub const C_REMOTE: &str = "/bin/sky-pvas-c-remote";
+const C_REMOTE_LIB_DIR: &str = "/usr/lib/sky-pvas";
+
+/// Builds libsky_pvas.so (release, no test features) and the C end of a
+/// queue between machines (userspace/pvas/tests/c/remote.c) against it and
+/// include/sky_pvas.h, as a user of the C API would, and returns it as
+/// `VmConfig::extra_binaries` takes it, with the library at
+/// `C_REMOTE_LIB_DIR`. The library is copied first: a later build with
+/// other features cannot change it.
+pub fn c_remote_binary() -> Result<Vec<(PathBuf, PathBuf)>> {
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(workspace_root())
+        .args(["build", "--release", "-p", "sky-pvas", "--lib"])
+        .status()
+        .context("starting cargo")?;
+    if !status.success() {
+        bail!("building libsky_pvas.so failed: {status}");
+    }
+    let dir = workspace_root().join("target/vm/c-remote");
+    std::fs::create_dir_all(&dir)?;
+    let lib = dir.join("libsky_pvas.so");
+    std::fs::copy(release_bin("libsky_pvas.so")?, &lib)
+        .with_context(|| format!("copying libsky_pvas.so to {}", lib.display()))?;
+    let crate_dir = workspace_root().join("userspace/pvas");
+    let exe = dir.join("sky-pvas-c-remote");
+    let status = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Werror", "-O2", "-I"])
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("tests/c/remote.c"))
+        .arg("-L")
+        .arg(&dir)
+        .arg(format!("-Wl,-rpath,{C_REMOTE_LIB_DIR}"))
+        .args(["-lsky_pvas", "-o"])
+        .arg(&exe)
+        .status()
+        .context("starting cc")?;
+    if !status.success() {
+        bail!("compiling tests/c/remote.c failed: {status}");
+    }
+    Ok(vec![
+        (exe, PathBuf::from(C_REMOTE)),
+        (lib, Path::new(C_REMOTE_LIB_DIR).join("libsky_pvas.so")),
+    ])
 }
 
 /// The `executable` of the `crash` test target in cargo's JSON messages.

@@ -230,6 +230,14 @@ pub struct Wait {
     pub since_ns: u64,
     pub wait_ns: u64,
     pub cpu: u32,
+    /// Where the wait began: the CPU the task was preempted on, or the
+    /// one its wakeup targeted (`woken`); `moved_to`, the CPU the kernel
+    /// last migrated it to while it waited. A long wait that ends on a
+    /// CPU it was never queued for came from a queue no scheduler scan
+    /// saw (the kernel's global fallback queue, say).
+    pub from_cpu: Option<u32>,
+    pub woken: bool,
+    pub moved_to: Option<u32>,
     pub during_hotplug: bool,
     /// Time inside the wait in which no CPU traced anything for over
     /// `GAP_NS`: the whole machine stood still (a VM's host thread
@@ -253,7 +261,9 @@ struct Runnable {
     since_ns: u64,
     comm: String,
     certain: bool,
+    from_cpu: Option<u32>,
     woken: Option<Woken>,
+    moved_to: Option<u32>,
     idle_mark: u64,
 }
 
@@ -383,7 +393,9 @@ impl WaitBook {
                         since_ns: ts_ns,
                         comm: comm.to_string(),
                         certain,
+                        from_cpu: target_cpu,
                         woken: Some(woken),
+                        moved_to: None,
                         idle_mark,
                     });
                 }
@@ -394,7 +406,12 @@ impl WaitBook {
                 orig_cpu,
                 dest_cpu,
                 ..
-            } => self.placement.migrated(pid, comm, orig_cpu, dest_cpu),
+            } => {
+                if let Some(r) = self.runnable_since.get_mut(&pid) {
+                    r.moved_to = Some(dest_cpu);
+                }
+                self.placement.migrated(pid, comm, orig_cpu, dest_cpu)
+            }
             Event::Switch {
                 ts_ns,
                 cpu,
@@ -422,7 +439,9 @@ impl WaitBook {
                             since_ns: ts_ns,
                             comm: prev_comm.to_string(),
                             certain: true,
+                            from_cpu: Some(cpu),
                             woken: None,
+                            moved_to: None,
                             idle_mark,
                         },
                     );
@@ -437,7 +456,9 @@ impl WaitBook {
                 self.partners.switched(cpu, next_pid);
                 if let Some(Runnable {
                     since_ns: since,
+                    from_cpu,
                     woken,
+                    moved_to,
                     idle_mark,
                     ..
                 }) = self.runnable_since.remove(&next_pid)
@@ -445,6 +466,7 @@ impl WaitBook {
                     if next_prio < 100 {
                         self.rt_waits += 1;
                     } else {
+                        let was_woken = woken.is_some();
                         if let Some(woken) = woken {
                             self.placement
                                 .woke_and_waited(next_comm, ts_ns.saturating_sub(since));
@@ -470,6 +492,9 @@ impl WaitBook {
                             since_ns: since,
                             wait_ns: ts_ns.saturating_sub(since),
                             cpu,
+                            from_cpu,
+                            woken: was_woken,
+                            moved_to,
                             during_hotplug: self.hotplug_open || self.last_hotplug_end_ns >= since,
                             machine_gap_ns: self.gaps_since(since),
                         });
@@ -548,12 +573,15 @@ impl WaitBook {
         out.extend(self.worst.iter().map(|w| {
             format!(
                 "result observer=trace worst pid={} comm={} wait_us={} at_s={:.6} cpu={} \
-                 during_hotplug={} machine_gap_us={}",
+                 began={} from_cpu={} moved_to={} during_hotplug={} machine_gap_us={}",
                 w.pid,
                 w.comm.replace(' ', "_"),
                 w.wait_ns / 1000,
                 w.since_ns as f64 / 1e9,
                 w.cpu,
+                if w.woken { "woken" } else { "preempted" },
+                cpu_or_dash(w.from_cpu),
+                cpu_or_dash(w.moved_to),
                 u8::from(w.during_hotplug),
                 w.machine_gap_ns / 1000
             )
@@ -590,6 +618,10 @@ impl WaitBook {
         ));
         out
     }
+}
+
+fn cpu_or_dash(cpu: Option<u32>) -> String {
+    cpu.map_or_else(|| "-".into(), |c| c.to_string())
 }
 
 /// Builds a book from trace_pipe text (tests, recorded traces).

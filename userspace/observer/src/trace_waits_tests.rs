@@ -380,3 +380,29 @@ fn a_partner_ahead_on_the_cpu_while_another_idles_is_stacked() {
     );
     assert!(!b.partners.groups.contains_key("hog"));
 }
+
+#[test]
+fn a_worst_wait_names_where_it_began_and_where_the_task_was_moved() {
+    let migrate = "  sky-work-3 [004] d..2. 1.050000: sched_migrate_task: comm=b pid=8 \
+                   prio=120 orig_cpu=1 dest_cpu=5";
+    let b = book(&[
+        switch("1.000000", 1, ("b", 8, "R"), ("a", 7, 120)),
+        migrate.to_string(),
+        switch("1.300000", 6, ("c", 9, "S"), ("b", 8, 120)),
+        wakeup("2.000000", "d", 10),
+        switch("2.010000", 2, ("e", 11, "S"), ("d", 10, 120)),
+    ]);
+    let lines = b.lines();
+    let worst: Vec<_> = lines.iter().filter(|l| l.contains(" worst ")).collect();
+    assert!(
+        worst[0].contains("pid=8 ")
+            && worst[0].contains("wait_us=300000 ")
+            && worst[0].contains(" cpu=6 began=preempted from_cpu=1 moved_to=5 "),
+        "{worst:?}"
+    );
+    assert!(
+        worst[1].contains("pid=10 ")
+            && worst[1].contains(" cpu=2 began=woken from_cpu=1 moved_to=- "),
+        "{worst:?}"
+    );
+}

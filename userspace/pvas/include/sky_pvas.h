@@ -35,6 +35,8 @@ typedef struct sky_pvas_queue sky_pvas_queue;
 #define SKY_PVAS_EXPORT_WORDS 32
 #define SKY_PVAS_PUSH 0
 #define SKY_PVAS_PULL 1
+#define SKY_PVAS_SENDER 0
+#define SKY_PVAS_RECEIVER 1
 
 const char *sky_pvas_last_error(void);
 
@@ -100,6 +102,22 @@ int64_t sky_pvas_recv(const sky_pvas *space, uint32_t from, void *buf, size_t ca
 sky_pvas_queue *sky_pvas_queue_open(const sky_pvas *space, int create, int mode,
 				    uint32_t sender, uint32_t receiver, uint32_t slot,
 				    uint32_t entry_size, uint32_t entry_count);
+/*
+ * The same queue between machines, over RDMA (RDMA CM on IPv4): `listen`
+ * non-zero waits for the peer at `addr` ("IP:PORT", the IP naming the
+ * RDMA device), else connects to it there. `area` is the owner's queue
+ * area (PUSH receiver, PULL sender: a Device DAX namespace such as
+ * /dev/dax0.0 for persistence, or a file) or the PULL receiver's state;
+ * NULL for a PUSH sender. `fresh` non-zero starts a new epoch at the owner;
+ * otherwise both sides resume from their durable state, as above. The
+ * calls below work on either kind of queue; a broken connection fails
+ * them (reconnect with fresh=0 to go on). Waits for a live but silent
+ * peer are bounded by sky_pvas_queue_set_timeout (-ETIMEDOUT).
+ */
+sky_pvas_queue *sky_pvas_queue_connect(int mode, int role, int listen, const char *addr,
+				       const char *area, int fresh, uint32_t entry_size,
+				       uint32_t entry_count);
+int sky_pvas_queue_set_timeout(const sky_pvas_queue *queue, uint64_t ms);
 void sky_pvas_queue_close(sky_pvas_queue *queue);
 int64_t sky_pvas_enqueue(const sky_pvas_queue *queue, const void *buf, size_t len);
 int64_t sky_pvas_dequeue(const sky_pvas_queue *queue, void *buf, size_t cap);

@@ -9,13 +9,16 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::layout::EXPORT_WORDS;
+use crate::pmq::remote::{self, Peer, Role};
 use crate::pmq::{Mode, PmQueue, QueueSpec};
 use crate::space::{path_for, CreateOptions};
 use crate::{Error, Space};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::net::SocketAddrV4;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -289,6 +292,16 @@ pub unsafe extern "C" fn sky_pvas_recv(
     })
 }
 
+fn queue_mode(mode: c_int) -> Result<Mode, Error> {
+    match mode {
+        0 => Ok(Mode::Push),
+        1 => Ok(Mode::Pull),
+        m => Err(Error::Invalid(format!(
+            "queue mode {m} is neither PUSH (0) nor PULL (1)"
+        ))),
+    }
+}
+
 unsafe fn queue_spec(
     mode: c_int,
     sender: u32,
@@ -297,17 +310,8 @@ unsafe fn queue_spec(
     entry_size: u32,
     entry_count: u32,
 ) -> Result<QueueSpec, Error> {
-    let mode = match mode {
-        0 => Mode::Push,
-        1 => Mode::Pull,
-        m => {
-            return Err(Error::Invalid(format!(
-                "queue mode {m} is neither PUSH (0) nor PULL (1)"
-            )))
-        }
-    };
     Ok(QueueSpec {
-        mode,
+        mode: queue_mode(mode)?,
         sender,
         receiver,
         slot,
@@ -339,6 +343,78 @@ pub unsafe extern "C" fn sky_pvas_queue_open(
         };
         Ok(Box::into_raw(Box::new(QueueHandle { queue })))
     })
+}
+
+/// A queue between machines over RDMA: `listen` non-zero waits for the
+/// peer at `addr` ("IP:PORT", the IP naming the RDMA device), else
+/// connects to it there; `area` is the owner's queue area (a Device DAX
+/// namespace for persistence) or the pull receiver's state, NULL for a
+/// push sender. `fresh` starts a new epoch at the owner.
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_queue_connect(
+    mode: c_int,
+    role: c_int,
+    listen: c_int,
+    addr: *const c_char,
+    area: *const c_char,
+    fresh: c_int,
+    entry_size: u32,
+    entry_count: u32,
+) -> *mut QueueHandle {
+    guard_ptr(|| {
+        let mode = queue_mode(mode)?;
+        let role = match role {
+            0 => Role::Sender,
+            1 => Role::Receiver,
+            r => {
+                return Err(Error::Invalid(format!(
+                    "queue role {r} is neither SENDER (0) nor RECEIVER (1)"
+                )))
+            }
+        };
+        let text = str_arg(addr, "peer address")?;
+        let at: SocketAddrV4 = text
+            .parse()
+            .map_err(|_| Error::Invalid(format!("peer address {text:?} is not IPv4 IP:PORT")))?;
+        let peer = if listen != 0 {
+            Peer::Listen(at)
+        } else {
+            Peer::Connect(at)
+        };
+        let area = if area.is_null() {
+            PathBuf::new()
+        } else {
+            PathBuf::from(str_arg(area, "queue area")?)
+        };
+        let spec = remote::Spec {
+            mode,
+            entry_size,
+            entry_count,
+        };
+        if area.as_os_str().is_empty() && !(mode == Mode::Push && role == Role::Sender) {
+            return Err(Error::Invalid(
+                "only a push sender keeps no queue area or state: give its path".into(),
+            ));
+        }
+        let queue = PmQueue::connect(spec, role, peer, &area, fresh != 0)?;
+        Ok(Box::into_raw(Box::new(QueueHandle { queue })))
+    })
+}
+
+/// Bounds every wait of a queue between machines for its peer (0: wait
+/// while the peer is there). A local queue's waits follow its space's
+/// (sky_pvas_set_timeout).
+#[no_mangle]
+pub unsafe extern "C" fn sky_pvas_queue_set_timeout(q: *const QueueHandle, ms: u64) -> c_int {
+    guard(|| {
+        let remote = queue(q)?.remote().ok_or_else(|| {
+            Error::Invalid(
+                "a local queue's waits follow its space's timeout (sky_pvas_set_timeout)".into(),
+            )
+        })?;
+        remote.set_timeout((ms > 0).then(|| Duration::from_millis(ms)));
+        Ok(0)
+    }) as c_int
 }
 
 #[no_mangle]

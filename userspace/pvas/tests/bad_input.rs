@@ -442,3 +442,75 @@ proptest! {
         }
     }
 }
+
+/// The C API's queue between machines refuses a bad mode, role, address
+/// or missing area by name before it touches the network, and a timeout
+/// meant for it on a local queue.
+#[test]
+fn a_bad_remote_queue_request_through_the_c_api_is_named() {
+    use sky_pvas::ffi::*;
+    use std::ffi::{CStr, CString};
+    let last = || {
+        unsafe { CStr::from_ptr(sky_pvas_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let addr = CString::new("10.0.0.1:7000").unwrap();
+    let area = CString::new("/tmp/nowhere").unwrap();
+    let cases: [(i32, i32, *const i8, *const i8, &str); 5] = [
+        (
+            7,
+            0,
+            addr.as_ptr(),
+            area.as_ptr(),
+            "queue mode 7 is neither PUSH (0) nor PULL (1)",
+        ),
+        (
+            0,
+            5,
+            addr.as_ptr(),
+            area.as_ptr(),
+            "queue role 5 is neither SENDER (0) nor RECEIVER (1)",
+        ),
+        (
+            0,
+            0,
+            area.as_ptr(),
+            area.as_ptr(),
+            "peer address \"/tmp/nowhere\" is not IPv4 IP:PORT",
+        ),
+        (
+            0,
+            0,
+            std::ptr::null(),
+            area.as_ptr(),
+            "peer address is NULL",
+        ),
+        (
+            1,
+            1,
+            addr.as_ptr(),
+            std::ptr::null(),
+            "only a push sender keeps no queue area",
+        ),
+    ];
+    for (mode, role, at, area, why) in cases {
+        // SAFETY: the strings are NUL-terminated or NULL.
+        let q = unsafe { sky_pvas_queue_connect(mode, role, 0, at, area, 0, 64, 4) };
+        assert!(q.is_null(), "{why}");
+        assert!(last().contains(why), "{:?} does not say {why:?}", last());
+    }
+    let s = space("c-timeout", 2, 2);
+    let path = CString::new(s.path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path; the queue is closed before the space.
+    unsafe {
+        let space = sky_pvas_attach(path.as_ptr(), 2);
+        assert!(!space.is_null(), "{}", last());
+        let q = sky_pvas_queue_open(space, 1, 0, 1, 2, 0, 64, 4);
+        assert!(!q.is_null(), "{}", last());
+        assert!(sky_pvas_queue_set_timeout(q, 1000) < 0);
+        assert!(last().contains("follow its space's timeout"), "{}", last());
+        sky_pvas_queue_close(q);
+        sky_pvas_detach(space);
+    }
+}

@@ -37,7 +37,10 @@ enum Act {
 fn main() {
     let cli = Cli::parse();
     let run = || -> Result<String, Error> {
-        let q = cli.end.open(false)?;
+        let queue = cli.end.connect(false)?;
+        let q = queue
+            .remote()
+            .expect("connect opens a queue between machines");
         Ok(match cli.act {
             Act::Scribble => {
                 let (writes, hung_up) = q.scribble(cli.seed, cli.rounds)?;

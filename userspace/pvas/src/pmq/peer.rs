@@ -14,7 +14,7 @@
 //! still active, its lock gone) is `PeerGone` at once, opened or not, as
 //! for messages. No member blocks forever on another.
 
-use super::PmQueue;
+use super::local::LocalQueue;
 use crate::layout::QueueCounters;
 use crate::membership::JOIN_WAIT;
 use crate::wait::{wait_until, Peer};
@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// holder going or coming).
 const RECHECK: Duration = Duration::from_millis(50);
 
-impl PmQueue<'_> {
+impl LocalQueue<'_> {
     /// Waits until `ready()` holds on `word`, which member `side` makes
     /// true once it has opened this queue; `counters` are that side's.
     pub(super) fn wait_for_side(

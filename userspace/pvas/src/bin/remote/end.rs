@@ -2,8 +2,8 @@
 //! sky-pvas-remote and the test-only sky-pvas-hostile share.
 
 use clap::{Args, ValueEnum};
-use sky_pvas::pmq::remote::{Peer, RemoteQueue, Role, Spec};
-use sky_pvas::pmq::Mode;
+use sky_pvas::pmq::remote::{Peer, Role, Spec};
+use sky_pvas::pmq::{Mode, PmQueue};
 use sky_pvas::Error;
 use std::net::SocketAddrV4;
 use std::path::PathBuf;
@@ -54,22 +54,28 @@ impl End {
         }
     }
 
-    /// Opens this end and connects to the peer; `fresh`: the owner starts
-    /// a new epoch.
-    pub fn open(&self, fresh: bool) -> Result<RemoteQueue, Error> {
-        let spec = Spec {
+    fn spec(&self) -> Spec {
+        Spec {
             mode: match self.mode {
                 ModeArg::Push => Mode::Push,
                 ModeArg::Pull => Mode::Pull,
             },
             entry_size: self.entry_size,
             entry_count: self.entries,
-        };
-        let peer = match (self.listen, self.connect) {
+        }
+    }
+
+    fn peer(&self) -> Peer {
+        match (self.listen, self.connect) {
             (Some(a), _) => Peer::Listen(a),
             (None, Some(a)) => Peer::Connect(a),
             (None, None) => unreachable!("clap requires one"),
-        };
-        RemoteQueue::open(spec, self.role(), peer, &self.area, fresh)
+        }
+    }
+
+    /// Opens this end and connects to the peer, as any application would
+    /// (`PmQueue::connect`); `fresh`: the owner starts a new epoch.
+    pub fn connect(&self, fresh: bool) -> Result<PmQueue<'static>, Error> {
+        PmQueue::connect(self.spec(), self.role(), self.peer(), &self.area, fresh)
     }
 }

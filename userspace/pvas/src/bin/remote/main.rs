@@ -196,15 +196,16 @@ fn session(
     progress: &mut Instant,
 ) -> Result<(), Error> {
     let role = cli.end.role();
-    let q = cli.end.open(fresh)?;
+    let q = cli.end.connect(fresh)?;
+    let remote = q.remote().expect("connect opens a queue between machines");
     *progress = Instant::now();
     if cli.timeout > 0 {
-        q.set_timeout(Some(Duration::from_secs(cli.timeout)));
+        remote.set_timeout(Some(Duration::from_secs(cli.timeout)));
     }
-    let at = q.position();
+    let at = q.position()?;
     // How entries are made durable is the sender's to choose.
     let durability = match role {
-        Role::Sender => format!("{:?}", q.durability()),
+        Role::Sender => format!("{:?}", remote.durability()),
         Role::Receiver => "-".into(),
     };
     println!(
@@ -212,7 +213,7 @@ fn session(
         at.epoch,
         at.enqueued,
         at.consumed,
-        q.medium()
+        remote.medium()
     );
     let t = Instant::now();
     let mut bytes = 0u64;
@@ -234,7 +235,7 @@ fn session(
         Role::Receiver => {
             let mut bad = 0u64;
             let mut expected = at.consumed + 1;
-            while q.position().consumed < cli.messages {
+            while q.position()?.consumed < cli.messages {
                 q.dequeue_with(|seq, payload| {
                     // In order, none skipped, none twice: seq follows the
                     // consumed count this run began from.
@@ -268,7 +269,7 @@ fn session(
         }
     }
     let secs = t.elapsed().as_secs_f64().max(1e-9);
-    let end = q.position();
+    let end = q.position()?;
     println!(
         "ok done epoch={} enqueued={} consumed={} bytes={bytes} mb_per_s={:.2}",
         end.epoch,
