@@ -63,16 +63,26 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
     // The persistent queue between machines (sky-pvas-remote), push and
     // pull: 200 messages of 1 B to the entry size, every byte checked by
     // the receiver, none lost, none twice.
-    for mode in ["push", "pull"] {
+    // Then again with counts placed by tagged plain WRITEs (the fallback
+    // for devices without ATOMIC WRITE), which the receiver alone asked
+    // for and both sides use.
+    for mode in ["push", "pull", "push-plain", "pull-plain"] {
         for side in ["send", "recv"] {
             assert_eq!(
                 check(&c, &format!("queue_{mode}_{side}_exit")),
                 "0",
                 "{mode} {side}"
             );
+            let want = match mode.ends_with("-plain") {
+                true => "TaggedWrite",
+                false => "AtomicWrite",
+            };
+            let placed =
+                format!("result workload=rdma-queue mode={mode} side={side} counters={want}\n");
+            assert!(out.contains(&placed), "{mode} {side}: not {want}");
             let done = report::one_line(
                 &out,
-                &format!("result workload=rdma-queue mode={mode} side={side} "),
+                &format!("result workload=rdma-queue mode={mode} side={side} epoch="),
             )
             .unwrap();
             let key = if side == "send" {

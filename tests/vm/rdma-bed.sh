@@ -44,18 +44,24 @@ cat /tmp/verbs.client /tmp/verbs.server
 queue() {
 	mode=$1
 	shift
+	# LABEL names the run (default: the mode); RECV_EXTRA goes to the
+	# receiver only.
+	label=${LABEL:-$mode}
+	# shellcheck disable=SC2086
 	$NS_EXEC b sky-rdma-run /bin/sky-pvas-remote recv --mode "$mode" --listen 10.77.0.2:7472 \
-		--area /tmp/q-"$mode"-recv "$@" >/tmp/q."$mode".recv 2>&1 &
+		--area /tmp/q-"$label"-recv $RECV_EXTRA "$@" >/tmp/q."$label".recv 2>&1 &
 	receiver=$!
 	listening 7472
 	in_ns a sky-rdma-run /bin/sky-pvas-remote send --mode "$mode" --connect 10.77.0.2:7472 \
-		--area /tmp/q-"$mode"-send "$@" >/tmp/q."$mode".send 2>&1
-	echo "check queue_${mode}_send_exit=$?"
+		--area /tmp/q-"$label"-send "$@" >/tmp/q."$label".send 2>&1
+	echo "check queue_${label}_send_exit=$?"
 	wait "$receiver"
-	echo "check queue_${mode}_recv_exit=$?"
-	cat /tmp/q."$mode".send /tmp/q."$mode".recv
+	echo "check queue_${label}_recv_exit=$?"
+	cat /tmp/q."$label".send /tmp/q."$label".recv
 	for side in send recv; do
-		sed -n "s/^ok done /result workload=rdma-queue mode=$mode side=$side /p" /tmp/q."$mode".$side
+		sed -n "s/^ok done /result workload=rdma-queue mode=$label side=$side /p" /tmp/q."$label".$side
+		sed -n "s/^ok open .*counters=\([A-Za-z]*\).*/result workload=rdma-queue mode=$label side=$side counters=\1/p" \
+			/tmp/q."$label".$side
 	done
 }
 shape="--entry-size 4096 --entries 16"
@@ -63,6 +69,12 @@ geometry="$shape --sizes 1,64,100,4096,777"
 for mode in push pull; do
 	# shellcheck disable=SC2086
 	queue "$mode" --fresh $geometry --messages 200
+done
+# Counts placed by tagged plain WRITEs, as on a device without ATOMIC
+# WRITE: the receiver alone asks, which decides for both.
+for mode in push pull; do
+	# shellcheck disable=SC2086
+	LABEL=$mode-plain RECV_EXTRA=--plain-counters queue "$mode" --fresh $geometry --messages 200
 done
 
 # The C API (sky_pvas_queue_connect) against the Rust tool: a C sender

@@ -390,6 +390,7 @@ pub unsafe extern "C" fn sky_pvas_queue_connect(
             mode,
             entry_size,
             entry_count,
+            plain_counters: false,
         };
         if area.as_os_str().is_empty() && !(mode == Mode::Push && role == Role::Sender) {
             return Err(Error::Invalid(

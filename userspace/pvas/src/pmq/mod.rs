@@ -265,7 +265,7 @@ impl<'a> PmQueue<'a> {
     pub fn position(&self) -> Result<Position> {
         match &self.0 {
             End::Local(q) => q.position(),
-            End::Remote(q) => Ok(q.position()),
+            End::Remote(q) => q.position(),
         }
     }
 

@@ -32,6 +32,11 @@ pub struct End {
     pub entry_size: u32,
     #[arg(long, default_value_t = 64)]
     pub entries: u32,
+    /// Place counts by plain (tagged) WRITE even where both devices can
+    /// ATOMIC WRITE: for a device that mishandles it, and to test the
+    /// fallback. Either end asking decides for both.
+    #[arg(long)]
+    pub plain_counters: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,6 +67,7 @@ impl End {
             },
             entry_size: self.entry_size,
             entry_count: self.entries,
+            plain_counters: self.plain_counters,
         }
     }
 

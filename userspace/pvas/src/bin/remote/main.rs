@@ -209,11 +209,12 @@ fn session(
         Role::Receiver => "-".into(),
     };
     println!(
-        "ok open epoch={} enqueued={} consumed={} durability={durability} medium={:?}",
+        "ok open epoch={} enqueued={} consumed={} durability={durability} medium={:?} counters={:?}",
         at.epoch,
         at.enqueued,
         at.consumed,
-        remote.medium()
+        remote.medium(),
+        remote.placement()
     );
     let t = Instant::now();
     let mut bytes = 0u64;

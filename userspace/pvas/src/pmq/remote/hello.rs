@@ -10,8 +10,9 @@ use crate::{Error, Result};
 
 const MAGIC: [u8; 4] = *b"SKYQ";
 /// 2: the push sender places its count after each entry, and the owner
-/// says what its area is on (grants, bits 3-4).
-const VERSION: u8 = 2;
+/// says what its area is on (grants, bits 3-4). 3: each side says whether
+/// it places counts by ATOMIC WRITE (bit 5); tagged plain WRITEs if not.
+const VERSION: u8 = 3;
 pub const BYTES: usize = 56;
 
 /// A region of the peer: its address and key (its length follows from the
@@ -40,6 +41,9 @@ pub struct Hello {
     pub counter: Reach,
     /// What the owner's area lets the peer do to make an entry durable.
     pub grants: Grants,
+    /// This side places counts by ATOMIC WRITE, and its counter word takes
+    /// them (both sides must say so; else tagged plain WRITEs).
+    pub atomic_counters: bool,
 }
 
 /// What the owner grants on its area, beyond what the mode needs.
@@ -75,7 +79,8 @@ impl Hello {
                 Medium::Volatile => 0,
                 Medium::PageCache => 1,
                 Medium::Pmem => 2,
-            }) << 3;
+            }) << 3
+            | (self.atomic_counters as u8) << 5;
         b[8..12].copy_from_slice(&self.entry_size.to_le_bytes());
         b[12..16].copy_from_slice(&self.entry_count.to_le_bytes());
         b[16..24].copy_from_slice(&self.epoch.to_le_bytes());
@@ -134,14 +139,18 @@ impl Hello {
                 flush_persistent: b[7] & 1 != 0,
                 flush_global: b[7] & 2 != 0,
                 readable: b[7] & 4 != 0,
-                medium: match b[7] >> 3 {
+                medium: match (b[7] >> 3) & 3 {
                     0 => Medium::Volatile,
                     1 => Medium::PageCache,
                     2 => Medium::Pmem,
                     _ => return Err(bad(format!("flags {:#x}", b[7]))),
                 },
             },
+            atomic_counters: b[7] & 0x20 != 0,
         };
+        if b[7] >> 6 != 0 {
+            return Err(bad(format!("flags {:#x}", b[7])));
+        }
         if h.mode != spec.mode {
             return Err(bad(format!(
                 "a {:?} queue, this side runs {:?}",
@@ -177,6 +186,7 @@ mod tests {
             mode,
             entry_size: 4096,
             entry_count: 16,
+            plain_counters: false,
         }
     }
 
@@ -202,6 +212,7 @@ mod tests {
                 readable: false,
                 medium: Medium::Pmem,
             },
+            atomic_counters: true,
         }
     }
 
@@ -233,9 +244,12 @@ mod tests {
         let mut flags = b;
         flags[7] = 0xff;
         assert!(e(&flags, spec(Mode::Push), Role::Sender).contains("flags 0xff"));
+        let mut high = b;
+        high[7] |= 0x40;
+        assert!(e(&high, spec(Mode::Push), Role::Sender).contains("flags 0x"));
         let mut old = b;
-        old[4] = 1;
-        assert!(e(&old, spec(Mode::Push), Role::Sender).contains("version 1"));
+        old[4] = 2;
+        assert!(e(&old, spec(Mode::Push), Role::Sender).contains("version 2"));
         let mut no_area = hello();
         no_area.area = Reach::default();
         assert!(e(&no_area.to_bytes(), spec(Mode::Push), Role::Sender).contains("offers no area"));

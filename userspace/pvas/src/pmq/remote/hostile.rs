@@ -67,7 +67,7 @@ impl RemoteQueue {
                 *done += 1;
             }
         }
-        let now = self.peer_count();
+        let now = self.peer_count()?;
         let mut placed = vec![g.next(), MAX_COUNT + 1, now + slots + 1, u64::MAX - 1, 0];
         placed.extend((0..rounds).map(|_| g.next() % (now + 4 * slots + 1)));
         placed.push(match self.role {

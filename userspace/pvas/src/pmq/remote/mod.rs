@@ -6,7 +6,8 @@
 //!   each entry into it, FLUSHes it (to persistence when the area is on
 //!   Device DAX and the device can, else to global visibility) and, once
 //!   the FLUSH is answered (a fenced work request), places its count into
-//!   the receiver's counter word by ATOMIC WRITE: one chain of three work
+//!   the receiver's counter word by ATOMIC WRITE (a tagged plain WRITE on
+//!   devices without it: [`counter`]): one chain of three work
 //!   requests, one doorbell; `enqueue` returns when the chain completed.
 //!   The receiver takes entries only up to that count, each from a private
 //!   copy checked whole (sequence number, checksum), and places its
@@ -36,6 +37,7 @@
 //! process ended or closed) or from a keep-alive that fails (the link).
 
 mod area;
+mod counter;
 mod header;
 mod hello;
 #[cfg(feature = "fault-injection")]
@@ -43,6 +45,7 @@ mod hostile;
 mod transfer;
 
 pub use area::Area;
+pub use counter::Placement;
 
 use crate::persist::PersistMode;
 use crate::pmq::{check_geometry, stride, Mode};
@@ -56,7 +59,7 @@ use std::cell::{Cell, RefCell};
 use std::net::SocketAddrV4;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -70,6 +73,10 @@ pub struct Spec {
     pub mode: Mode,
     pub entry_size: u32,
     pub entry_count: u32,
+    /// Place counts by plain WRITE even where both devices can ATOMIC
+    /// WRITE (for a device that advertises it and mishandles it, and to
+    /// test the fallback). Either side asking decides for both.
+    pub plain_counters: bool,
 }
 
 impl Spec {
@@ -167,6 +174,7 @@ pub struct RemoteQueue {
     _local_mr: Option<Region>,
     stage_mr: Region,
     _counter_mr: Region,
+    out_mr: Region,
     spec: Spec,
     role: Role,
     epoch: u64,
@@ -181,6 +189,14 @@ pub struct RemoteQueue {
     stage_ptr: *mut u8,
     /// The word the peer places its count into; NOT_PLACED until it does.
     counter: Box<AtomicU64>,
+    /// How counts are placed, both ways.
+    placement: Placement,
+    /// The word this side places by plain WRITE (the WRITE's source).
+    out_word: Box<AtomicU64>,
+    /// The last count read whole from the peer's word.
+    last_good: Cell<u64>,
+    /// A word that carried no count, and since when (torn words pass).
+    bad_word: Cell<Option<(u64, Instant)>>,
     /// The least the peer's count can be: from its hello, or, for a push
     /// receiver, the entries its own area held when it opened.
     counter_floor: u64,
@@ -270,16 +286,20 @@ impl RemoteQueue {
         };
         let caps = endpoint.caps();
         let counter = Box::new(AtomicU64::new(NOT_PLACED));
+        let atomic_counters = caps.atomic_write && !spec.plain_counters;
+        let counter_access = match atomic_counters {
+            true => Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC,
+            false => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        };
         // SAFETY: each registered buffer lives in the queue, which drops
         // the regions before the memory (field order).
-        let counter_mr = unsafe {
-            endpoint.register(
-                counter.as_ptr() as *mut u8,
-                8,
-                Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC,
-            )
-        }
-        .map_err(rdma)?;
+        let counter_mr =
+            unsafe { endpoint.register(counter.as_ptr() as *mut u8, 8, counter_access) }
+                .map_err(rdma)?;
+        let out_word = Box::new(AtomicU64::new(0));
+        let out_mr =
+            unsafe { endpoint.register(out_word.as_ptr() as *mut u8, 8, Access::LOCAL_WRITE) }
+                .map_err(rdma)?;
         let mut stage = vec![0u8; spec.stride()];
         let stage_ptr = stage.as_mut_ptr();
         let stage_mr = unsafe { endpoint.register(stage_ptr, stage.len(), Access::LOCAL_WRITE) }
@@ -308,6 +328,7 @@ impl RemoteQueue {
                 .unwrap_or_default(),
             counter: reach(counter_mr.remote()),
             grants,
+            atomic_counters,
         };
         let (conn, data) = endpoint.connect(&mine.to_bytes()).map_err(rdma)?;
         // No one listens once the queue has its peer: a client that comes
@@ -326,6 +347,10 @@ impl RemoteQueue {
             .transpose()?;
         let peer_counter = region(theirs.counter, 8)?;
         let durability = durability(&spec, role, caps, theirs.grants)?;
+        let placement = match atomic_counters && theirs.atomic_counters {
+            true => Placement::AtomicWrite,
+            false => Placement::TaggedWrite,
+        };
         let medium = match &local {
             Some(area) if owner => Medium::of(area),
             _ => theirs.grants.medium,
@@ -341,6 +366,11 @@ impl RemoteQueue {
             stage_ptr,
             stage_mr,
             counter,
+            placement,
+            out_word,
+            out_mr,
+            last_good: Cell::new(0),
+            bad_word: Cell::new(None),
             _counter_mr: counter_mr,
             counter_floor: agreed.counter_floor,
             peer_area,
@@ -362,6 +392,11 @@ impl RemoteQueue {
     /// How pushed entries are made durable (the sender's view).
     pub fn durability(&self) -> Durability {
         self.durability
+    }
+
+    /// How counts are placed in each side's counter word.
+    pub fn placement(&self) -> Placement {
+        self.placement
     }
 
     /// What the owner's area is on.
@@ -573,6 +608,7 @@ mod tests {
             mode,
             entry_size: 64,
             entry_count: 16,
+            plain_counters: false,
         }
     }
 
@@ -593,6 +629,7 @@ mod tests {
                 rkey: 2,
             },
             grants: Grants::default(),
+            atomic_counters: true,
         }
     }
 

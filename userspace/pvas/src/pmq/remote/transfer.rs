@@ -2,7 +2,7 @@
 //! between them, on a queue `open` connected.
 
 use super::header::{commit_consumed, init_header_once, HEADER};
-use super::{peer_corrupt, rdma, Durability, RemoteQueue, Role, KEEPALIVE, NOT_PLACED};
+use super::{peer_corrupt, rdma, Durability, Placement, RemoteQueue, Role, KEEPALIVE, NOT_PLACED};
 use crate::persist::Site;
 use crate::pmq::{into_buf, read_entry, write_entry, Position, ENTRY_HEADER};
 use crate::{Error, Result};
@@ -10,12 +10,68 @@ use sky_rdma::{Chain, Persistence, RemoteRegion};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// How long a counter word may carry no count before it is the peer's
+/// garbage rather than a write in flight.
+const TORN_FOR: Duration = Duration::from_millis(100);
+
 impl RemoteQueue {
-    /// The peer's count as its word shows it, never below its floor.
-    pub(super) fn peer_count(&self) -> u64 {
-        match self.counter.load(Ordering::Acquire) {
-            NOT_PLACED => self.counter_floor,
-            w => w.max(self.counter_floor),
+    /// The peer's count as its word shows it, never below its floor. A
+    /// tagged word is taken only whole and read the same twice
+    /// ([`Placement`]); until then the last count read whole stands.
+    pub(super) fn peer_count(&self) -> Result<u64> {
+        let word = self.counter.load(Ordering::Acquire);
+        if word == NOT_PLACED {
+            return Ok(self.counter_floor);
+        }
+        let whole = match self.placement {
+            Placement::AtomicWrite => Some(word),
+            Placement::TaggedWrite => {
+                let again = self.counter.load(Ordering::Acquire);
+                (again == word)
+                    .then(|| self.placement.decode(word))
+                    .flatten()
+            }
+        };
+        let count = match whole {
+            Some(c) => {
+                self.bad_word.set(None);
+                self.last_good.set(c);
+                c
+            }
+            None => {
+                match self.bad_word.get() {
+                    Some((w, since)) if w == word && since.elapsed() > TORN_FOR => {
+                        return Err(peer_corrupt(format!(
+                            "a counter word {word:#x} that carries no count"
+                        )))
+                    }
+                    Some((w, _)) if w == word => {}
+                    _ => self.bad_word.set(Some((word, Instant::now()))),
+                }
+                self.last_good.get()
+            }
+        };
+        Ok(count.max(self.counter_floor))
+    }
+
+    /// The word that carries `count` into the peer's counter.
+    fn word_for(&self, count: u64) -> Result<u64> {
+        self.placement.encode(count).ok_or_else(|| {
+            Error::Invalid(format!(
+                "count {count} is past what a tagged counter word carries (2^48 - 1)"
+            ))
+        })
+    }
+
+    /// Adds the placement of `word` into the peer's counter to `c`.
+    fn put_word(&self, c: &mut Chain<'_>, word: u64) -> sky_rdma::Result<()> {
+        match self.placement {
+            Placement::AtomicWrite => c.atomic_write(&self.peer_counter, 0, word),
+            Placement::TaggedWrite => {
+                // The chain is waited for: the source stays put meanwhile.
+                self.out_word.store(word, Ordering::Release);
+                c.write(&self.out_mr, 0, 8, &self.peer_counter, 0)
+            }
         }
     }
 
@@ -40,9 +96,8 @@ impl RemoteQueue {
 
     /// Places this side's count into the peer's counter word.
     pub(super) fn place_count(&self) -> Result<()> {
-        self.conn
-            .atomic_write(&self.peer_counter, 0, self.count.get())
-            .map_err(rdma)
+        let word = self.word_for(self.count.get())?;
+        self.conn.chain(|c| self.put_word(c, word)).map_err(rdma)
     }
 
     /// Waits until `ready` holds: while the peer is there (RDMA CM has not
@@ -105,7 +160,7 @@ impl RemoteQueue {
             })?;
         }
         self.wait("room in the queue", || {
-            let consumed = self.peer_count();
+            let consumed = self.peer_count()?;
             match sent.checked_sub(consumed) {
                 Some(used) => Ok(used < slots),
                 None => Err(peer_corrupt(format!(
@@ -114,6 +169,7 @@ impl RemoteQueue {
             }
         })?;
         let seq = sent + 1;
+        let word = self.word_for(seq)?;
         let offset = self.spec.entry_offset(sent);
         let len = ENTRY_HEADER as usize + msg.len();
         match (&self.local, &self.peer_area) {
@@ -139,7 +195,7 @@ impl RemoteQueue {
                         // answered: the receiver never sees a count before
                         // the entry it counts is placed.
                         c.fence();
-                        c.atomic_write(&self.peer_counter, 0, seq)
+                        self.put_word(c, word)
                     })
                     .map_err(rdma)?;
                 self.count.set(seq);
@@ -176,7 +232,7 @@ impl RemoteQueue {
         let slots = self.spec.entry_count as u64;
         let area = self.local.as_ref().expect("a receiver keeps durable state");
         self.wait("the next message", || {
-            let sent = self.peer_count();
+            let sent = self.peer_count()?;
             if sent > consumed + slots {
                 return Err(peer_corrupt(format!(
                     "{sent} messages sent into a queue of {slots} where {consumed} are consumed"
@@ -231,7 +287,7 @@ impl RemoteQueue {
     pub fn flush(&self) -> Result<()> {
         self.require(Role::Sender)?;
         let sent = self.count.get();
-        self.wait("the receiver to catch up", || match self.peer_count() {
+        self.wait("the receiver to catch up", || match self.peer_count()? {
             consumed if consumed > sent => Err(peer_corrupt(format!(
                 "a consumed count of {consumed}, past the {sent} messages sent"
             ))),
@@ -240,16 +296,16 @@ impl RemoteQueue {
     }
 
     /// Where the queue stands, from this side.
-    pub fn position(&self) -> Position {
+    pub fn position(&self) -> Result<Position> {
         let (enqueued, consumed) = match self.role {
-            Role::Sender => (self.count.get(), self.peer_count().min(self.count.get())),
-            Role::Receiver => (self.peer_count().max(self.count.get()), self.count.get()),
+            Role::Sender => (self.count.get(), self.peer_count()?.min(self.count.get())),
+            Role::Receiver => (self.peer_count()?.max(self.count.get()), self.count.get()),
         };
-        Position {
+        Ok(Position {
             epoch: self.epoch,
             enqueued,
             consumed,
-        }
+        })
     }
 
     fn require(&self, role: Role) -> Result<()> {
