@@ -65,7 +65,7 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
     // the receiver, none lost, none twice.
     // Then again with counts placed by tagged plain WRITEs (the fallback
     // for devices without ATOMIC WRITE), which the receiver alone asked
-    // for and both sides use.
+    // for and both sides use, and 4 messages per enqueue call.
     for mode in ["push", "pull", "push-plain", "pull-plain"] {
         for side in ["send", "recv"] {
             assert_eq!(

@@ -340,7 +340,7 @@ rdma_pair() {
 	IP=/usr/sbin/ip
 	# ip netns keeps its namespaces as bind mounts under /run/netns.
 	mkdir -p /run
-	mountpoint -q /run || mount -t tmpfs run /run
+	grep -q ' /run ' /proc/mounts || mount -t tmpfs run /run
 	mkdir -p /run/netns
 	for ns in a b; do
 		$IP netns add "$ns" || return 1
@@ -361,6 +361,51 @@ rdma_pair() {
 	done
 	echo "check rdma_devices=$(/usr/bin/rdma link show | grep -c 'state ACTIVE')"
 	/usr/bin/rdma link show
+}
+
+# For processes started in the background: `ip netns exec` execs the
+# command (as sky-rdma-run does), so $! is the program itself and a kill
+# reaches it (a shell function would run in a subshell of its own).
+NS_EXEC="/usr/sbin/ip netns exec"
+
+# listening PORT: waits (at most 30 s) until an RDMA CM id listens on
+# PORT, so a client never connects before its server (a fixed sleep did
+# not allow for a slow start under TCG).
+listening() {
+	tenths=0
+	until /usr/bin/rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "; do
+		[ "$tenths" -ge 300 ] && { echo "no listener on port $1"; return 1; }
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+}
+
+# perftest: the server in b, the client in a, over RDMA CM (-R), one run
+# each; bandwidth in MB/s, latency in microseconds.
+rdma_perf() {
+	name=$1
+	shift
+	$NS_EXEC b "$name" -R -d rxe_b "$@" >/tmp/"$name".server 2>&1 &
+	server=$!
+	sleep 1
+	in_ns a "$name" -R -d rxe_a "$@" 10.77.0.2 >/tmp/"$name".client 2>&1
+	rc=$?
+	wait "$server"
+	echo "check ${name}_exit=$rc"
+	[ "$rc" = 0 ] || { cat /tmp/"$name".client /tmp/"$name".server; return 1; }
+	cat /tmp/"$name".client
+}
+
+# bw_of TEST SIZE: the average bandwidth rdma_perf's TEST printed for SIZE
+# ("#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]").
+bw_of() {
+	awk -v s="$2" '$1 == s && NF >= 4 { print $4 }' /tmp/"$1".client | tail -1
+}
+
+# lat_of TEST SIZE: the typical latency (us) rdma_perf's TEST printed for
+# SIZE ("#bytes #iterations t_min t_max t_typical t_avg ...").
+lat_of() {
+	awk -v s="$2" '$1 == s && NF >= 5 { print $5 }' /tmp/"$1".client | tail -1
 }
 
 # in_ns NS COMMAND...: runs COMMAND in network namespace NS.

@@ -6,22 +6,7 @@
 # Arguments: SIZE (bytes per perftest message, default 65536), ITERS
 # (default 200).
 . ./lib.sh
-# For processes started in the background: `ip netns exec` execs the
-# command (as sky-rdma-run does), so $! is the program itself and a kill
-# reaches it (a shell function would run in a subshell of its own).
-NS_EXEC="/usr/sbin/ip netns exec"
 
-# listening PORT: waits (at most 30 s) until an RDMA CM id listens on
-# PORT, so a client never connects before its server (a fixed sleep did
-# not allow for a slow start under TCG).
-listening() {
-	tenths=0
-	until /usr/bin/rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "; do
-		[ "$tenths" -ge 300 ] && { echo "no listener on port $1"; return 1; }
-		sleep 0.1
-		tenths=$((tenths + 1))
-	done
-}
 size=${1:-65536}
 iters=${2:-200}
 rdma_pair || exit 1
@@ -71,10 +56,12 @@ for mode in push pull; do
 	queue "$mode" --fresh $geometry --messages 200
 done
 # Counts placed by tagged plain WRITEs, as on a device without ATOMIC
-# WRITE: the receiver alone asks, which decides for both.
+# WRITE: the receiver alone asks, which decides for both. The sender
+# enqueues 4 messages a call (a push sender's one chain).
 for mode in push pull; do
 	# shellcheck disable=SC2086
-	LABEL=$mode-plain RECV_EXTRA=--plain-counters queue "$mode" --fresh $geometry --messages 200
+	LABEL=$mode-plain RECV_EXTRA=--plain-counters queue "$mode" --fresh $geometry --messages 200 \
+		--batch 4
 done
 
 # The C API (sky_pvas_queue_connect) against the Rust tool: a C sender
@@ -352,30 +339,10 @@ hostile() {
 hostile push 7479
 hostile pull 7480
 
-# perftest: the server in b, the client in a, over RDMA CM (-R), one run
-# each; bandwidth in MB/s, latency in microseconds.
-perf() {
-	name=$1
-	shift
-	$NS_EXEC b "$name" -R -d rxe_b "$@" >/tmp/"$name".server 2>&1 &
-	server=$!
-	sleep 1
-	in_ns a "$name" -R -d rxe_a "$@" 10.77.0.2 >/tmp/"$name".client 2>&1
-	rc=$?
-	wait "$server"
-	echo "check ${name}_exit=$rc"
-	[ "$rc" = 0 ] || { cat /tmp/"$name".client /tmp/"$name".server; return 1; }
-	cat /tmp/"$name".client
-}
-# Bandwidth lines: "#bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]".
-bw_of() {
-	awk -v s="$2" '$1 == s && NF >= 4 { print $4 }' /tmp/"$1".client | tail -1
-}
-perf ib_write_bw -s "$size" -n "$iters" &&
+rdma_perf ib_write_bw -s "$size" -n "$iters" &&
 	echo "result workload=perftest test=ib_write_bw bytes=$size mb_per_s=$(bw_of ib_write_bw "$size")"
-perf ib_read_bw -s "$size" -n "$iters" &&
+rdma_perf ib_read_bw -s "$size" -n "$iters" &&
 	echo "result workload=perftest test=ib_read_bw bytes=$size mb_per_s=$(bw_of ib_read_bw "$size")"
-# Latency lines: "#bytes #iterations t_min t_max t_typical t_avg ...".
-perf ib_write_lat -s 64 -n 100 &&
-	echo "result workload=perftest test=ib_write_lat bytes=64 typical_us=$(awk '$1 == 64 && NF >= 5 { print $5 }' /tmp/ib_write_lat.client | tail -1)"
+rdma_perf ib_write_lat -s 64 -n 100 &&
+	echo "result workload=perftest test=ib_write_lat bytes=64 typical_us=$(lat_of ib_write_lat 64)"
 true

@@ -20,5 +20,6 @@ pub mod matrix;
 pub mod modules;
 pub mod paths;
 pub mod pvas;
+pub mod rdma_bench;
 pub mod report;
 pub mod vm;

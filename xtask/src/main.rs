@@ -117,6 +117,29 @@ enum Cmd {
         #[command(flatten)]
         vm: VmArgs,
     },
+    /// The queue between machines against perftest on one soft-RoCE link
+    /// (seed 002's experiment scaled to the VM): push and pull from 64 B
+    /// to 32 MiB with the receiver computing between dequeues, and the
+    /// 64-byte latency; Markdown tables of ratios.
+    BenchRdma {
+        /// Message sizes in bytes, comma-separated.
+        #[arg(long, default_value = xtask::rdma_bench::SIZES)]
+        sizes: String,
+        /// MiB each point may move: 100 iterations, fewer for large
+        /// messages (at least 5).
+        #[arg(long, default_value_t = 32)]
+        budget_mib: u32,
+        /// What the receiver does between dequeues: `1` computes a matrix
+        /// product sized to the message (the paper's receiver), `0` only
+        /// dequeues (the queue's own cost); `1,0` runs both.
+        #[arg(long, default_value = "1,0", value_parser = ["1", "0", "1,0"])]
+        compute: String,
+        /// Write the tables into docs/results.md (their own section).
+        #[arg(long)]
+        update_docs: bool,
+        #[command(flatten)]
+        vm: VmArgs,
+    },
     /// SKY-1 workload swept over sleep, array size and load, and a wakeup
     /// storm, under EEVDF then each scx_sky variant, one VM boot per
     /// topology; prints a table per topology.
@@ -293,6 +316,43 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             build()?;
             let bin = xtask::paths::release_bin("sky-pvas-bench")?;
             exit_with(Command::new(bin).arg(dir).status()?.code().unwrap_or(1))
+        }
+        Cmd::BenchRdma {
+            sizes,
+            budget_mib,
+            compute,
+            update_docs,
+            vm,
+        } => {
+            if sizes
+                .split(',')
+                .any(|s| s.parse::<u32>().map_or(true, |b| b < 8))
+            {
+                bail!("--sizes {sizes:?}: byte counts of at least 8, comma-separated");
+            }
+            setup()?;
+            build()?;
+            let cfg = VmConfig {
+                rdma: true,
+                topology: vm.topology.unwrap_or("1x2x1".parse()?),
+                // Both receivers over eight sizes: about 12 minutes.
+                timeout: Duration::from_secs(vm.timeout.max(1800)),
+                ..vm.config()
+            };
+            let command = format!(
+                "{} {sizes} {budget_mib} {compute}",
+                scenario_command("rdma-bench")?
+            );
+            let out = vm::run(&cfg, &command)?;
+            let tables = xtask::rdma_bench::tables(&out.output)?;
+            println!("{tables}");
+            if update_docs && out.status == 0 {
+                xtask::rdma_bench::update_docs(&format!(
+                    "{}\n{tables}",
+                    xtask::rdma_bench::provenance(&out.output)
+                ))?;
+            }
+            exit_with(out.status)
         }
         Cmd::Eval(args) => {
             setup()?;

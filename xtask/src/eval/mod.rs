@@ -323,6 +323,10 @@ fn update_docs(dir: &Path, md: &str) -> Result<()> {
             text = text.replace(&format!("]({name})"), &format!("](results/{name})"));
         }
     }
+    // The queue between machines is measured by its own command: its
+    // section stays.
+    let old = fs::read_to_string(docs.join("results.md")).unwrap_or_default();
+    text = text.trim_end().to_string() + &crate::rdma_bench::kept_section(&old);
     fs::write(docs.join("results.md"), text)?;
     eprintln!("xtask: eval: docs/results.md and docs/results/ updated");
     Ok(())

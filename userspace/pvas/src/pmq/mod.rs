@@ -233,6 +233,23 @@ impl<'a> PmQueue<'a> {
         }
     }
 
+    /// Enqueues `msgs` in order, blocking while the queue is full; returns
+    /// the last one's sequence number once all are durable. Between
+    /// machines a push sender moves them in one chain, at most
+    /// `remote().batch()` at a time; a local queue takes any number.
+    pub fn enqueue_many(&self, msgs: &[&[u8]]) -> Result<u64> {
+        match &self.0 {
+            End::Local(q) => {
+                let mut last = Err(Error::Invalid("no messages to enqueue".into()));
+                for msg in msgs {
+                    last = Ok(q.enqueue(msg)?);
+                }
+                last
+            }
+            End::Remote(q) => q.enqueue_many(msgs),
+        }
+    }
+
     /// Dequeues the next message into `buf`, blocking while the queue is
     /// empty; returns its length. The message is consumed for good when
     /// this returns (a crash inside it may deliver it again on resume, a

@@ -6,8 +6,9 @@
 //! connection breaks (the peer left, the link went down) opens the queue
 //! again and goes on from its durable state; with --applied, the receiver
 //! records each message it applies in a file, as an application that
-//! applies every message exactly once does. Prints `ok ...` lines and
-//! exits 0, or `error: ...` and exits 1.
+//! applies every message exactly once does. For the benchmark: --compute
+//! and --latency ([`bench`]). Prints `ok ...` lines and exits 0, or
+//! `error: ...` and exits 1.
 
 use clap::Parser;
 use sky_pvas::pattern;
@@ -17,6 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod bench;
 mod end;
 
 #[derive(Parser)]
@@ -55,6 +57,20 @@ struct Cli {
     /// How long to hold (seconds; 0: until killed).
     #[arg(long, default_value_t = 0)]
     hold_for: u64,
+    /// Receiver: compute a matrix product sized to each message (up to
+    /// 128 x 128 doubles) between dequeues, as the paper's receiver does.
+    #[arg(long)]
+    compute: bool,
+    /// Both ends: the sender stamps each message with the time its enqueue
+    /// starts and waits for it to be consumed before the next; the
+    /// receiver reports the enqueue-to-dequeue latency (both ends on one
+    /// clock: one machine). Messages of at least 8 bytes.
+    #[arg(long)]
+    latency: bool,
+    /// Sender: enqueue this many messages per call (a push sender moves
+    /// up to its batch, 8 at most, in one chain).
+    #[arg(long, default_value_t = 1, conflicts_with = "latency")]
+    batch: usize,
 }
 
 fn main() {
@@ -152,9 +168,15 @@ impl Applied {
 }
 
 fn run(cli: &Cli) -> Result<(), Error> {
-    if cli.sizes.is_empty() || cli.sizes.iter().any(|&s| s > cli.end.entry_size as usize) {
+    let least = if cli.latency { 8 } else { 1 };
+    if cli.sizes.is_empty()
+        || cli
+            .sizes
+            .iter()
+            .any(|&s| s < least || s > cli.end.entry_size as usize)
+    {
         return Err(Error::Invalid(format!(
-            "--sizes must be 1 to {} bytes each",
+            "--sizes must be {least} to {} bytes each",
             cli.end.entry_size
         )));
     }
@@ -220,31 +242,57 @@ fn session(
     let mut bytes = 0u64;
     match role {
         Role::Sender => {
-            let mut buf = vec![0u8; cli.end.entry_size as usize];
-            for k in at.enqueued + 1..=cli.messages {
-                let msg = &mut buf[..size_of(&cli.sizes, k)];
-                pattern::fill(k, msg);
-                let seq = q.enqueue(msg)?;
-                if seq != k {
-                    return Err(Error::Invalid(format!("message {k} went in as {seq}")));
+            let per_call = cli.batch.clamp(1, remote.batch().max(1));
+            let mut bufs = vec![vec![0u8; cli.end.entry_size as usize]; per_call];
+            let mut k = at.enqueued + 1;
+            while k <= cli.messages {
+                let n = per_call.min((cli.messages + 1 - k) as usize);
+                let mut msgs: Vec<&[u8]> = Vec::with_capacity(n);
+                for (i, buf) in bufs.iter_mut().take(n).enumerate() {
+                    let seq = k + i as u64;
+                    let msg = &mut buf[..size_of(&cli.sizes, seq)];
+                    pattern::fill(seq, msg);
+                    if cli.latency {
+                        bench::stamp(msg);
+                    }
+                    bytes += msg.len() as u64;
+                    msgs.push(msg);
+                }
+                let last = q.enqueue_many(&msgs)?;
+                let want = k + n as u64 - 1;
+                if last != want {
+                    return Err(Error::Invalid(format!(
+                        "messages {k}..={want} went in as ..={last}"
+                    )));
+                }
+                if cli.latency {
+                    q.flush()?;
                 }
                 *progress = Instant::now();
-                bytes += msg.len() as u64;
+                k += n as u64;
             }
             q.flush()?;
         }
         Role::Receiver => {
             let mut bad = 0u64;
             let mut expected = at.consumed + 1;
+            let mut latencies = Vec::new();
+            let mut product = 0.0;
+            let skip = if cli.latency { 8 } else { 0 };
             while q.position()?.consumed < cli.messages {
                 q.dequeue_with(|seq, payload| {
                     // In order, none skipped, none twice: seq follows the
                     // consumed count this run began from.
                     if seq != expected
                         || payload.len() != size_of(&cli.sizes, seq)
-                        || pattern::first_mismatch(seq, payload).is_some()
+                        || !bench::intact(seq, payload, skip)
                     {
                         bad += 1;
+                    } else if cli.latency {
+                        latencies.push(bench::since_stamp(payload));
+                    }
+                    if cli.compute {
+                        product += bench::product(payload);
                     }
                     applied.apply(seq)?;
                     if cli.hold_in_take == Some(seq) {
@@ -267,6 +315,13 @@ fn session(
                 return Err(Error::Invalid(format!("{bad} messages arrived wrong")));
             }
             println!("ok took first={} last={}", at.consumed + 1, expected - 1);
+            if cli.latency {
+                let (p50, p99) = bench::quantiles_us(&mut latencies);
+                println!("ok latency n={} p50_us={p50} p99_us={p99}", latencies.len());
+            }
+            if cli.compute {
+                println!("ok computed sum={product:.3}");
+            }
         }
     }
     let secs = t.elapsed().as_secs_f64().max(1e-9);

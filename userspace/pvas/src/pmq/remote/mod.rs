@@ -154,6 +154,21 @@ impl Medium {
     }
 }
 
+/// The most entries a push sender writes in one chain: each takes a WRITE
+/// and a FLUSH, and the chain has room for 32 work requests.
+const MAX_BATCH: usize = 8;
+/// What a push sender's stage may hold for batches: large entries gain
+/// nothing from sharing a doorbell.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// Entries per chain for a push sender of `spec`: at most half the ring,
+/// so the receiver takes one half while the other is written.
+fn batch_for(spec: &Spec) -> usize {
+    MAX_BATCH
+        .min((spec.entry_count as usize / 2).max(1))
+        .min((BATCH_BYTES / spec.stride()).max(1))
+}
+
 /// Counts past this are a peer's garbage (2^62 messages never happen),
 /// and leave room for arithmetic on them.
 const MAX_COUNT: u64 = 1 << 62;
@@ -187,6 +202,11 @@ pub struct RemoteQueue {
     /// it, copied before it is checked) or by the NIC (an entry pulled).
     _stage: Vec<u8>,
     stage_ptr: *mut u8,
+    /// The most messages one `enqueue_many` takes: what a push sender's
+    /// stage holds (one chain), a pull sender's ring; 1 for a receiver.
+    batch: usize,
+    /// The count last placed into the peer's word.
+    told: Cell<u64>,
     /// The word the peer places its count into; NOT_PLACED until it does.
     counter: Box<AtomicU64>,
     /// How counts are placed, both ways.
@@ -300,7 +320,13 @@ impl RemoteQueue {
         let out_mr =
             unsafe { endpoint.register(out_word.as_ptr() as *mut u8, 8, Access::LOCAL_WRITE) }
                 .map_err(rdma)?;
-        let mut stage = vec![0u8; spec.stride()];
+        // A push sender stages a batch; a pull sender writes its own area.
+        let (batch, staged) = match (owner, role) {
+            (false, Role::Sender) => (batch_for(&spec), batch_for(&spec)),
+            (true, Role::Sender) => (spec.entry_count as usize, 1),
+            _ => (1, 1),
+        };
+        let mut stage = vec![0u8; spec.stride() * staged];
         let stage_ptr = stage.as_mut_ptr();
         let stage_mr = unsafe { endpoint.register(stage_ptr, stage.len(), Access::LOCAL_WRITE) }
             .map_err(rdma)?;
@@ -364,6 +390,8 @@ impl RemoteQueue {
             _local_mr: local_mr,
             _stage: stage,
             stage_ptr,
+            batch,
+            told: Cell::new(0),
             stage_mr,
             counter,
             placement,
@@ -392,6 +420,12 @@ impl RemoteQueue {
     /// How pushed entries are made durable (the sender's view).
     pub fn durability(&self) -> Durability {
         self.durability
+    }
+
+    /// The most messages one `enqueue_many` takes (a push sender's move in
+    /// one chain).
+    pub fn batch(&self) -> usize {
+        self.batch
     }
 
     /// How counts are placed in each side's counter word.

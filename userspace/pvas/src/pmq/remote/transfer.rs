@@ -96,8 +96,11 @@ impl RemoteQueue {
 
     /// Places this side's count into the peer's counter word.
     pub(super) fn place_count(&self) -> Result<()> {
-        let word = self.word_for(self.count.get())?;
-        self.conn.chain(|c| self.put_word(c, word)).map_err(rdma)
+        let count = self.count.get();
+        let word = self.word_for(count)?;
+        self.conn.chain(|c| self.put_word(c, word)).map_err(rdma)?;
+        self.told.set(count);
+        Ok(())
     }
 
     /// Waits until `ready` holds: while the peer is there (RDMA CM has not
@@ -142,16 +145,36 @@ impl RemoteQueue {
     /// from the connection leaves it unknown whether `msg` went in: open
     /// the queue again and see `position().enqueued`.
     pub fn enqueue(&self, msg: &[u8]) -> Result<u64> {
+        self.enqueue_many(&[msg])
+    }
+
+    /// Enqueues `msgs` in order, waiting for room for all of them; returns
+    /// the last one's sequence number once all are durable at the owner.
+    /// A push sender moves them in one chain (one doorbell, one wait: the
+    /// entries' WRITEs and FLUSHes, then the count), at most `batch()` at
+    /// a time; a pull sender places its count once for all of them.
+    pub fn enqueue_many(&self, msgs: &[&[u8]]) -> Result<u64> {
         self.require(Role::Sender)?;
         self.check_broken()?;
-        if msg.len() > self.spec.entry_size as usize {
+        let slots = self.spec.entry_count as u64;
+        let most = self.batch;
+        if msgs.is_empty() || msgs.len() > most {
+            return Err(Error::Invalid(format!(
+                "{} messages at once: this end enqueues 1 to {most} per call",
+                msgs.len()
+            )));
+        }
+        if let Some(msg) = msgs
+            .iter()
+            .find(|m| m.len() > self.spec.entry_size as usize)
+        {
             return Err(Error::TooLarge {
                 len: msg.len() as u64,
                 cap: self.spec.entry_size as u64,
             });
         }
         let sent = self.count.get();
-        let slots = self.spec.entry_count as u64;
+        let k = msgs.len() as u64;
         if self.local.is_none() {
             // The receiver places its count once it has opened its QP to
             // FLUSH: no FLUSH goes before that.
@@ -162,63 +185,86 @@ impl RemoteQueue {
         self.wait("room in the queue", || {
             let consumed = self.peer_count()?;
             match sent.checked_sub(consumed) {
-                Some(used) => Ok(used < slots),
+                Some(used) => Ok(used + k <= slots),
                 None => Err(peer_corrupt(format!(
                     "a consumed count of {consumed}, past the {sent} messages sent"
                 ))),
             }
         })?;
-        let seq = sent + 1;
-        let word = self.word_for(seq)?;
-        let offset = self.spec.entry_offset(sent);
-        let len = ENTRY_HEADER as usize + msg.len();
+        let last = sent + k;
+        let word = self.word_for(last)?;
+        let entry = |i: usize| {
+            let index = sent + i as u64;
+            (index + 1, self.spec.entry_offset(index))
+        };
         match (&self.local, &self.peer_area) {
-            // Pull: the entry is written and made durable here.
+            // Pull: the entries are written and made durable here.
             (Some(area), _) => {
-                // SAFETY: the entry slot is free (consumed) and inside the area.
-                unsafe { write_entry(area.ptr().add(offset), self.epoch, seq, msg) };
-                area.persist(Site::Entry, offset, len)?;
-                self.count.set(seq);
+                for (i, msg) in msgs.iter().enumerate() {
+                    let (seq, offset) = entry(i);
+                    // SAFETY: the slot is free (room was waited for) and
+                    // inside the area.
+                    unsafe { write_entry(area.ptr().add(offset), self.epoch, seq, msg) };
+                    area.persist(Site::Entry, offset, ENTRY_HEADER as usize + msg.len())?;
+                }
+                self.count.set(last);
                 self.tell_count();
             }
             // Push: into the receiver's area, made durable there, then
             // counted there: one chain.
             (None, Some(remote)) => {
-                // SAFETY: the stage holds a whole entry (stride bytes).
-                unsafe { write_entry(self.stage_ptr, self.epoch, seq, msg) };
-                let at = (offset - HEADER) as u64;
+                let stride = self.spec.stride();
+                for (i, msg) in msgs.iter().enumerate() {
+                    // SAFETY: the stage holds `batch` whole entries.
+                    unsafe {
+                        write_entry(self.stage_ptr.add(i * stride), self.epoch, entry(i).0, msg)
+                    };
+                }
+                let at = |i: usize| (entry(i).1 - HEADER) as u64;
+                let len = |i: usize| ENTRY_HEADER as usize + msgs[i].len();
                 self.conn
                     .chain(|c| {
-                        c.write(&self.stage_mr, 0, len, remote, at)?;
-                        self.make_durable(c, remote, at, len as u64)?;
-                        // The count only once the FLUSH (or READ) is
+                        for i in 0..msgs.len() {
+                            c.write(&self.stage_mr, i * stride, len(i), remote, at(i))?;
+                        }
+                        match self.durability {
+                            Durability::FlushPersistent | Durability::FlushGlobal => {
+                                for i in 0..msgs.len() {
+                                    self.flush_entry(c, remote, at(i), len(i) as u64)?;
+                                }
+                            }
+                            // Reads are not passed by the writes before
+                            // them (RC): the answer means they are placed.
+                            Durability::ReadAfterWrite => {
+                                c.read(&self.stage_mr, 0, 8, remote, at(msgs.len() - 1))?
+                            }
+                        }
+                        // The count only once the FLUSHes (or READ) are
                         // answered: the receiver never sees a count before
-                        // the entry it counts is placed.
+                        // the entries it counts are placed.
                         c.fence();
                         self.put_word(c, word)
                     })
                     .map_err(rdma)?;
-                self.count.set(seq);
+                self.count.set(last);
             }
             (None, None) => unreachable!("a push sender always has the receiver's area"),
         }
-        Ok(seq)
+        Ok(last)
     }
 
-    fn make_durable(
+    fn flush_entry(
         &self,
         c: &mut Chain<'_>,
         remote: &RemoteRegion,
         at: u64,
         len: u64,
     ) -> sky_rdma::Result<()> {
-        match self.durability {
-            Durability::FlushPersistent => c.flush(remote, at, len, Persistence::Persistent),
-            Durability::FlushGlobal => c.flush(remote, at, len, Persistence::Global),
-            // Reads are not passed by the writes before them (RC): the
-            // answer means those writes are placed.
-            Durability::ReadAfterWrite => c.read(&self.stage_mr, 0, 8, remote, at),
-        }
+        let to = match self.durability {
+            Durability::FlushPersistent => Persistence::Persistent,
+            _ => Persistence::Global,
+        };
+        c.flush(remote, at, len, to)
     }
 
     /// Dequeues the next message by handing `(sequence number, payload)` to
@@ -274,7 +320,14 @@ impl RemoteQueue {
         }
         commit_consumed(area, seq)?;
         self.count.set(next);
-        self.tell_count();
+        // The sender waits on this count only for room or in flush: tell it
+        // when nothing more is counted (it may be waiting for either), or
+        // half a ring after the count last told (it may wait for room), not
+        // after every message (a round trip each).
+        let more = self.peer_count().is_ok_and(|sent| sent > next);
+        if !more || next - self.told.get() >= (slots / 2).max(1) {
+            self.tell_count();
+        }
         Ok(value)
     }
 
