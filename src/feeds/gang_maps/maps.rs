@@ -3,13 +3,14 @@
 //! write only changes; a full map is said when it fills and when it has
 //! room again, and every refresh retries what did not fit.
 
-use super::{bpf_key, monotonic_ns, GangFeed, NO_DOMAIN};
+use super::{bpf_key, GangFeed, NO_DOMAIN};
 use crate::bpf::intf;
 use crate::map_values;
 use libbpf_rs::{MapCore, MapFlags};
 use sky_gangs::planner::Plan;
 use sky_gangs::rules::{GangKey, Hint};
 use sky_gangs::table::GangTable;
+use sky_proc::monotonic_ns;
 use std::collections::{BTreeMap, HashMap};
 
 impl GangFeed {

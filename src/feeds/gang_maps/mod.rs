@@ -49,16 +49,6 @@ fn bpf_key(key: &GangKey, id: GangId) -> u64 {
     }
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Thread `tid` of process `pid` now: runnable (state R), and the CPU it
 /// is on or last ran on (/proc/PID/task/TID/stat).
 fn thread_now(pid: u32, tid: u32) -> Option<(bool, usize)> {

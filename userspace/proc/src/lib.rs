@@ -12,6 +12,19 @@ use std::path::{Path, PathBuf};
 pub mod schedstat;
 pub use schedstat::{migrations_of_self, sched_field, SchedStat};
 
+/// CLOCK_MONOTONIC in nanoseconds: the clock of bpf_ktime_get_ns() and of
+/// the scheduler times /proc gives, one clock for every process of a
+/// machine (the daemon, the test loads, both ends of a queue in one VM).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The fields of a `/proc/.../stat` text scx_sky reads. The name (field
 /// 2) may hold spaces and parentheses, so the rest are counted after its
 /// last ')'.

@@ -14,5 +14,11 @@ pub fn fill(k: u64, buf: &mut [u8]) {
 
 /// Index of the first wrong byte, if any.
 pub fn first_mismatch(k: u64, buf: &[u8]) -> Option<usize> {
-    buf.iter().enumerate().position(|(i, b)| *b != byte(k, i))
+    first_mismatch_after(k, buf, 0)
+}
+
+/// Index of the first wrong byte past the first `skip` (which the sender
+/// overwrote: a time stamp), if any.
+pub fn first_mismatch_after(k: u64, buf: &[u8], skip: usize) -> Option<usize> {
+    (skip..buf.len()).find(|&i| buf[i] != byte(k, i))
 }

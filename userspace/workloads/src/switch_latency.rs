@@ -11,6 +11,7 @@
 
 use anyhow::{bail, Context, Result};
 use sky_control::{Request, Session};
+use sky_proc::monotonic_ns;
 use std::path::Path;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,17 +23,6 @@ const REACH_LIMIT: Duration = Duration::from_secs(20);
 /// Longest wait for a restarted scheduler's first decision: loading
 /// verifies every program, which takes tens of seconds under emulation.
 const LOAD_LIMIT: Duration = Duration::from_secs(180);
-
-/// CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns().
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec for the call to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// `generation` out of a `set` or `get` answer (`policy=NAME generation=N`).
 pub fn generation_of(answer: &str) -> Option<u64> {

@@ -3,8 +3,6 @@
 //! product sized to each message between dequeues, and the latency from
 //! the start of an enqueue to the hand-over at the receiver.
 
-use sky_pvas::pattern;
-
 /// The largest matrix side: under TCG a product of 128 x 128 doubles
 /// takes tens of milliseconds; larger ones would measure the emulator's
 /// arithmetic, not the queue.
@@ -36,37 +34,15 @@ pub fn product(payload: &[u8]) -> f64 {
     sum
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: one clock for both ends when they run
-/// on one machine (network namespaces of one VM).
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Writes the enqueue's start time over the message's first 8 bytes.
 pub fn stamp(msg: &mut [u8]) {
-    msg[..8].copy_from_slice(&now_ns().to_le_bytes());
+    msg[..8].copy_from_slice(&sky_proc::monotonic_ns().to_le_bytes());
 }
 
 /// Nanoseconds since the message's stamp.
 pub fn since_stamp(payload: &[u8]) -> u64 {
     let at = u64::from_le_bytes(payload[..8].try_into().unwrap());
-    now_ns().saturating_sub(at)
-}
-
-/// Whether message `k` arrived as sent: the pattern after `skip` bytes
-/// (the stamp, when there is one).
-pub fn intact(k: u64, payload: &[u8], skip: usize) -> bool {
-    payload
-        .iter()
-        .enumerate()
-        .skip(skip)
-        .all(|(i, b)| *b == pattern::byte(k, i))
+    sky_proc::monotonic_ns().saturating_sub(at)
 }
 
 /// (p50, p99) of `ns`, in microseconds.
@@ -82,6 +58,7 @@ pub fn quantiles_us(ns: &mut [u64]) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sky_pvas::pattern;
 
     #[test]
     fn matrices_follow_the_message_up_to_the_cap() {
@@ -101,9 +78,9 @@ mod tests {
         let mut m = vec![0u8; 100];
         pattern::fill(7, &mut m);
         stamp(&mut m);
-        assert!(intact(7, &m, 8));
+        assert!(pattern::first_mismatch_after(7, &m, 8).is_none());
         m[50] ^= 1;
-        assert!(!intact(7, &m, 8));
+        assert_eq!(pattern::first_mismatch_after(7, &m, 8), Some(50));
         assert!(since_stamp(&m) < 10_000_000_000);
         assert_eq!(quantiles_us(&mut [3000, 1000, 2000]), (2, 3));
     }

@@ -285,7 +285,7 @@ fn session(
                     // consumed count this run began from.
                     if seq != expected
                         || payload.len() != size_of(&cli.sizes, seq)
-                        || !bench::intact(seq, payload, skip)
+                        || pattern::first_mismatch_after(seq, payload, skip).is_some()
                     {
                         bad += 1;
                     } else if cli.latency {

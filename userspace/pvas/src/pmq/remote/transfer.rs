@@ -23,15 +23,12 @@ impl RemoteQueue {
         if word == NOT_PLACED {
             return Ok(self.counter_floor);
         }
-        let whole = match self.placement {
-            Placement::AtomicWrite => Some(word),
-            Placement::TaggedWrite => {
-                let again = self.counter.load(Ordering::Acquire);
-                (again == word)
-                    .then(|| self.placement.decode(word))
-                    .flatten()
-            }
+        // A tagged word counts only if a second load finds it unchanged.
+        let settled = match self.placement {
+            Placement::AtomicWrite => true,
+            Placement::TaggedWrite => self.counter.load(Ordering::Acquire) == word,
         };
+        let whole = self.placement.decode(word).filter(|_| settled);
         let count = match whole {
             Some(c) => {
                 self.bad_word.set(None);
