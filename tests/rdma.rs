@@ -1,11 +1,13 @@
-//! The persistent queue between machines (seed 002) and its test bed in
-//! the VM: soft-RoCE (rxe) on both ends of a veth pair between two network
-//! namespaces, rdma-core 56 and perftest (xtask/src/guest_tools.rs,
-//! tests/vm/lib.sh `rdma_pair`, tests/vm/rdma-bed.sh): the verbs, the
-//! queue push and pull, its resume after a kill of either side and a link
-//! cut, its area on Device DAX, a hostile peer refused, perftest as the
-//! ceiling. Boots a
-//! VM, so #[ignore]d in a plain `cargo test`; `cargo xtask test` runs it.
+//! The persistent queue between machines (seed 002) and its test beds in
+//! the VM. In one guest (tests/vm/rdma-bed.sh): soft-RoCE (rxe) on both
+//! ends of a veth pair between two network namespaces, rdma-core 56 and
+//! perftest (xtask/src/guest_tools.rs, tests/vm/lib.sh `rdma_pair`): the
+//! verbs, counts by tagged plain WRITEs, the C API, a hostile peer
+//! refused, perftest as the ceiling. Between two guests
+//! (tests/vm/rdma-nodes.sh, `cargo xtask vm --nodes 2`): push and pull,
+//! resume after a kill of either side and a link cut, the area on Device
+//! DAX, perftest. Each boots VMs, so they are #[ignore]d in a plain
+//! `cargo test`; `cargo xtask test` runs them.
 
 // Shared by the VM test binaries; each uses part of it.
 #[allow(dead_code)]
@@ -17,11 +19,9 @@ use xtask::vm::VmConfig;
 
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
-fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill() {
+fn in_one_guest_the_verbs_tagged_counts_and_c_api_work_and_a_hostile_peer_is_refused() {
     let cfg = VmConfig {
         rdma: true,
-        // An emulated NVDIMM: a Device DAX namespace for the queue's area.
-        pmem_mb: Some(64),
         extra_binaries: [
             xtask::pvas::hostile_binary()
                 .unwrap_or_else(|e| panic!("building the hostile peer: {e:#}")),
@@ -60,26 +60,22 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
         server["persistent_on_dram"].starts_with("refused:"),
         "{server:?}"
     );
-    // The persistent queue between machines (sky-pvas-remote), push and
-    // pull: 200 messages of 1 B to the entry size, every byte checked by
-    // the receiver, none lost, none twice.
-    // Then again with counts placed by tagged plain WRITEs (the fallback
-    // for devices without ATOMIC WRITE), which the receiver alone asked
-    // for and both sides use, and 4 messages per enqueue call.
-    for mode in ["push", "pull", "push-plain", "pull-plain"] {
+    // The queue (sky-pvas-remote) with counts placed by tagged plain
+    // WRITEs (the fallback for devices without ATOMIC WRITE), which the
+    // receiver alone asked for and both sides use: 200 messages of 1 B to
+    // the entry size, 4 per enqueue call, every byte checked by the
+    // receiver, none lost, none twice.
+    for mode in ["push-plain", "pull-plain"] {
         for side in ["send", "recv"] {
             assert_eq!(
                 check(&c, &format!("queue_{mode}_{side}_exit")),
                 "0",
                 "{mode} {side}"
             );
-            let want = match mode.ends_with("-plain") {
-                true => "TaggedWrite",
-                false => "AtomicWrite",
-            };
-            let placed =
-                format!("result workload=rdma-queue mode={mode} side={side} counters={want}\n");
-            assert!(out.contains(&placed), "{mode} {side}: not {want}");
+            let placed = format!(
+                "result workload=rdma-queue mode={mode} side={side} counters=TaggedWrite\n"
+            );
+            assert!(out.contains(&placed), "{mode} {side}: not TaggedWrite");
             let done = report::one_line(
                 &out,
                 &format!("result workload=rdma-queue mode={mode} side={side} epoch="),
@@ -113,111 +109,6 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
                 out.contains(&format!("c_api {mode}: {want}")),
                 "C API, {mode}: no {want:?}"
             );
-        }
-    }
-    // Resume, push and pull: the receiver leaves after 80 messages, the
-    // sender is killed (SIGKILL) mid-stream; restarted as new processes,
-    // the sender learns that 80 to 96 messages (a ring of 16 past the
-    // consumed count) are in for good and sends the rest, the receiver
-    // takes 81 to 200 in order, each once, every byte checked.
-    for mode in ["push", "pull"] {
-        for key in ["first_recv_exit", "send_exit", "recv_exit"] {
-            assert_eq!(
-                check(&c, &format!("resume_{mode}_{key}")),
-                "0",
-                "{mode} {key}"
-            );
-        }
-        let send = report::one_line(
-            &out,
-            &format!("result workload=rdma-resume mode={mode} side=send "),
-        )
-        .unwrap();
-        if mode == "push" {
-            // rxe serves FLUSH, and the receiver grants it on its area.
-            assert_eq!(send["durability"], "FlushGlobal", "{send:?}");
-        }
-        let enqueued: u64 = send["enqueued"].parse().unwrap();
-        assert!((80..=96).contains(&enqueued), "{mode}: {send:?}");
-        let recv = report::one_line(
-            &out,
-            &format!("result workload=rdma-resume mode={mode} side=recv "),
-        )
-        .unwrap();
-        assert_eq!(
-            (recv["first"].as_str(), recv["last"].as_str()),
-            ("81", "200"),
-            "{mode}"
-        );
-    }
-    // The area on persistent memory RDMA may pin (Device DAX): the push
-    // sender FLUSHes to persistence; 100 messages, then new processes go
-    // on from what the namespace holds (101 to 150); pull from there too.
-    assert_eq!(check(&c, "pmem_namespace"), "devdax");
-    for key in [
-        "devdax_push1_send_exit",
-        "devdax_push1_recv_exit",
-        "devdax_push2_send_exit",
-        "devdax_push2_recv_exit",
-        "devdax_pull_send_exit",
-        "devdax_pull_recv_exit",
-    ] {
-        assert_eq!(check(&c, key), "0", "{key}");
-    }
-    let round = |r: &str, side: &str| {
-        report::one_line(
-            &out,
-            &format!("result workload=rdma-devdax round={r} side={side} "),
-        )
-        .unwrap_or_else(|e| panic!("devdax {r} {side}: {e}"))
-    };
-    let first = round("1", "send");
-    assert_eq!(first["durability"], "FlushPersistent", "{first:?}");
-    assert_eq!(first["medium"], "Pmem", "{first:?}");
-    assert_eq!(round("2", "send")["enqueued"], "100");
-    let again = round("2", "recv");
-    assert_eq!(
-        (again["first"].as_str(), again["last"].as_str()),
-        ("101", "150")
-    );
-    assert_eq!(round("pull", "send")["medium"], "Pmem");
-    // The receiver killed inside a dequeue (SIGKILL; message 80 applied,
-    // not yet consumed for good) and started again, push and pull; the link cut for 1 s (push) and 12 s (pull): both sides
-    // open the queue again from their durable state; the receiver's record of what it
-    // applied lists 1 to 240, each once.
-    for mode in ["push", "pull"] {
-        for how in ["kill", "link"] {
-            for key in ["send_exit", "recv_exit"] {
-                assert_eq!(
-                    check(&c, &format!("survive_{mode}_{how}_{key}")),
-                    "0",
-                    "{mode} {how} {key}"
-                );
-            }
-            assert_eq!(
-                check(&c, &format!("survive_{mode}_{how}_applied_once")),
-                "1",
-                "{mode} {how}: not every message applied once"
-            );
-        }
-        // A killed receiver breaks the sender's connection: it reopened.
-        let reopened = |how: &str| -> u32 {
-            check(&c, &format!("survive_{mode}_{how}_reopened"))
-                .parse()
-                .unwrap()
-        };
-        assert!(reopened("kill") >= 1, "{mode}: the sender never reopened");
-        // Killed inside the dequeue of message 80, after applying it: it
-        // comes again, and the application's record skips it.
-        assert_eq!(
-            check(&c, &format!("survive_{mode}_kill_again")),
-            "1",
-            "{mode}: the message in flight at the kill did not come again once"
-        );
-        // Pull's link is cut for 12 s, past every work request's 10 s
-        // limit: the connection broke and was made again.
-        if mode == "pull" {
-            assert!(reopened("link") >= 1, "a 12 s cut never broke the link");
         }
     }
     // A hostile peer: garbage into a push receiver's ring and counter,
@@ -255,4 +146,163 @@ fn the_queue_between_machines_moves_every_message_once_and_resumes_after_a_kill(
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
     assert!(us > 0.0, "ib_write_lat measured nothing: {lat:?}");
+}
+
+/// The same queue between two guests (`cargo xtask vm --nodes 2`): two
+/// kernels, each with its own rxe device on one virtio-net link and its
+/// own NVDIMM; node 2 receives (listens), node 1 sends
+/// (tests/vm/rdma-nodes.sh).
+#[test]
+#[ignore = "boots two VMs: run with cargo xtask test"]
+fn the_queue_between_two_guests_moves_every_message_once_across_their_link() {
+    let cfg = VmConfig {
+        rdma: true,
+        pmem_mb: Some(64),
+        timeout: std::time::Duration::from_secs(900),
+        ..scenario_config("1x2x1")
+    };
+    let outs = xtask::nodes::run(&cfg, 2, "sh ./rdma-nodes.sh 65536")
+        .unwrap_or_else(|e| panic!("the two nodes did not both finish: {e:#}"));
+    for out in &outs {
+        eprintln!("sky-vm: {}", out.host);
+    }
+    let (one, two) = (&outs[0].output, &outs[1].output);
+    let (c1, c2) = (checks(one), checks(two));
+    assert_eq!(check(&c1, "rdma_node"), "1");
+    assert_eq!(check(&c2, "rdma_node"), "2");
+    let line = |out: &str, prefix: &str| {
+        report::one_line(out, prefix).unwrap_or_else(|e| panic!("{prefix}: {e}"))
+    };
+    // Push and pull, 200 messages of 1 B to the entry size, every byte
+    // checked by node 2's receiver.
+    for mode in ["push", "pull"] {
+        assert_eq!(
+            check(&c1, &format!("queue_{mode}_send_exit")),
+            "0",
+            "{mode}"
+        );
+        assert_eq!(
+            check(&c2, &format!("queue_{mode}_recv_exit")),
+            "0",
+            "{mode}"
+        );
+        let sent = line(
+            one,
+            &format!("result workload=rdma-queue mode={mode} side=send epoch="),
+        );
+        assert_eq!(sent["enqueued"], "200", "{mode}: {sent:?}");
+        let took = line(
+            two,
+            &format!("result workload=rdma-queue mode={mode} side=recv epoch="),
+        );
+        assert_eq!(took["consumed"], "200", "{mode}: {took:?}");
+        // Counts placed by ATOMIC WRITE, which rxe serves.
+        for (out, side) in [(one, "send"), (two, "recv")] {
+            let placed = format!(
+                "result workload=rdma-queue mode={mode} side={side} counters=AtomicWrite\n"
+            );
+            assert!(out.contains(&placed), "{mode} {side}: not AtomicWrite");
+        }
+    }
+    // Node 2's receiver leaves after 80, node 1's sender is killed; new
+    // processes on both go on: 81 to 200 at the receiver, each once.
+    for mode in ["push", "pull"] {
+        assert_eq!(check(&c2, &format!("resume_{mode}_first_recv_exit")), "0");
+        assert_eq!(check(&c2, &format!("resume_{mode}_recv_exit")), "0");
+        assert_eq!(check(&c1, &format!("resume_{mode}_send_exit")), "0");
+        let send = line(
+            one,
+            &format!("result workload=rdma-resume mode={mode} side=send "),
+        );
+        if mode == "push" {
+            assert_eq!(send["durability"], "FlushGlobal", "{send:?}");
+        }
+        let enqueued: u64 = send["enqueued"].parse().unwrap();
+        assert!((80..=96).contains(&enqueued), "{mode}: {send:?}");
+        let recv = line(
+            two,
+            &format!("result workload=rdma-resume mode={mode} side=recv "),
+        );
+        assert_eq!(
+            (recv["first"].as_str(), recv["last"].as_str()),
+            ("81", "200")
+        );
+    }
+    // The receiver killed inside a dequeue and started again; the link
+    // cut for 1 s (push) and 12 s (pull) between the two kernels: 1 to 240
+    // applied, each once.
+    for mode in ["push", "pull"] {
+        for how in ["kill", "link"] {
+            let key = |k: &str| format!("survive_{mode}_{how}_{k}");
+            assert_eq!(check(&c1, &key("send_exit")), "0", "{mode} {how}");
+            assert_eq!(check(&c2, &key("recv_exit")), "0", "{mode} {how}");
+            assert_eq!(check(&c2, &key("applied_once")), "1", "{mode} {how}");
+        }
+        let reopened = |c: &report::Fields, k: &str| -> u32 { check(c, k).parse().unwrap() };
+        assert!(
+            reopened(&c1, &format!("survive_{mode}_kill_send_reopened")) >= 1,
+            "{mode}: the sender never reopened after the receiver's kill"
+        );
+        assert_eq!(
+            check(&c2, &format!("survive_{mode}_kill_again")),
+            "1",
+            "{mode}"
+        );
+        if mode == "pull" {
+            let both = reopened(&c1, "survive_pull_link_send_reopened")
+                + reopened(&c2, "survive_pull_link_recv_reopened");
+            assert!(both >= 1, "a 12 s cut never broke the link");
+        }
+    }
+    // Each node's NVDIMM as Device DAX: node 2's holds the push
+    // receiver's area across a restart of both sides, then a pull
+    // sender's; node 1's the pull receiver's.
+    for (c, node) in [(&c1, 1), (&c2, 2)] {
+        assert_eq!(check(c, "pmem_namespace"), "devdax", "node {node}");
+    }
+    for round in ["1", "2"] {
+        assert_eq!(check(&c1, &format!("devdax_push{round}_send_exit")), "0");
+        assert_eq!(check(&c2, &format!("devdax_push{round}_recv_exit")), "0");
+    }
+    assert_eq!(check(&c2, "devdax_pull_send_exit"), "0");
+    assert_eq!(check(&c1, "devdax_pull_recv_exit"), "0");
+    let first = line(one, "result workload=rdma-devdax round=1 side=send ");
+    assert_eq!(first["durability"], "FlushPersistent", "{first:?}");
+    assert_eq!(first["medium"], "Pmem", "{first:?}");
+    assert_eq!(
+        line(one, "result workload=rdma-devdax round=2 side=send ")["enqueued"],
+        "100"
+    );
+    let again = line(two, "result workload=rdma-devdax round=2 side=recv ");
+    assert_eq!(
+        (again["first"].as_str(), again["last"].as_str()),
+        ("101", "150")
+    );
+    assert_eq!(
+        line(two, "result workload=rdma-devdax round=pull side=send ")["medium"],
+        "Pmem"
+    );
+    assert_eq!(
+        line(one, "result workload=rdma-devdax round=pull side=recv ")["medium"],
+        "Pmem"
+    );
+    // perftest between the two kernels.
+    for test in ["ib_write_bw", "ib_read_bw", "ib_write_lat"] {
+        assert_eq!(check(&c1, &format!("{test}_exit")), "0", "{test} client");
+        assert_eq!(
+            check(&c2, &format!("{test}_server_exit")),
+            "0",
+            "{test} server"
+        );
+    }
+    for test in ["ib_write_bw", "ib_read_bw"] {
+        let mb: f64 = line(one, &format!("result workload=perftest test={test} "))["mb_per_s"]
+            .parse()
+            .unwrap_or(0.0);
+        assert!(mb > 0.0, "{test} moved nothing");
+    }
+    let us: f64 = line(one, "result workload=perftest test=ib_write_lat ")["typical_us"]
+        .parse()
+        .unwrap_or(0.0);
+    assert!(us > 0.0, "ib_write_lat measured nothing");
 }

@@ -28,18 +28,22 @@ use xtask::report::{self, Fields};
 ///   paired 0.919-0.966, beside compute 0.698-0.797 (EEVDF 0.43-0.65);
 /// - 1x4x2 (4 PM writers + 4 compute tasks on four cores of one domain),
 ///   five runs: paired 0.947-0.977, beside compute 0.820-0.845 (EEVDF
-///   0.628 / 0.523).
+///   0.628 / 0.523). On another host, where restarting a process takes
+///   more of the guest (the sibling idles or runs the restart loop 0.15-0.25
+///   of the time, not 0.1), eleven runs, six of this code and five of the
+///   code the bound was first set on, alike: paired 0.910-0.960, beside
+///   compute 0.681-0.810 (0.681 at a lost share of 0.042, 0.692 at 0.030).
 ///
 /// CI runs scx_sky alone (EEVDF's figures come from runs of the scenario's
 /// default, `eevdf sky`, which the tests do not judge). The bounds sit
-/// below the worst quiet run, 0.95 / 0.65, 0.90 / 0.62 and 0.92 / 0.78,
+/// below the worst quiet run, 0.95 / 0.65, 0.90 / 0.62 and 0.90 / 0.64,
 /// lowered by the share of the run the host took (`host_share_floor`),
 /// which keeps the busy-host runs under them too. The runs:
 /// docs/vm-bounds.md.
 const SMT_PAIRED_MIN: [(&str, f64, f64); 3] = [
     ("1x2x2", 0.95, 0.65),
     ("2x2x2", 0.90, 0.62),
-    ("1x4x2", 0.92, 0.78),
+    ("1x4x2", 0.90, 0.64),
 ];
 
 /// The observer's `smt` line for each scheduler the scenario ran, in order.

@@ -414,3 +414,127 @@ in_ns() {
 	shift
 	/usr/sbin/ip netns exec "$ns" "$@"
 }
+
+# bounded PID SECS: waits for PID, killing it after SECS; its status.
+bounded() {
+	(
+		sleep "$2"
+		kill -9 "$1" 2>/dev/null
+	) &
+	guard=$!
+	wait "$1"
+	rc=$?
+	kill "$guard" 2>/dev/null
+	return "$rc"
+}
+
+# applied_once FILE N: 1 if FILE lists 1 to N, one a line, each once.
+applied_once() {
+	awk -v n="$2" 'NR != $1 { bad = 1 } END { print (bad || NR != n) ? 0 : 1 }' "$1" 2>/dev/null || echo 0
+}
+
+# The two-node test bed (cargo xtask vm --nodes 2, xtask/src/nodes.rs):
+# this guest is node $SKY_NODE (1 or 2, from the kernel command line) and
+# its peer the other, joined by one virtio-net link (eth0).
+# rdma_node: gives eth0 10.77.0.$SKY_NODE, puts a soft-RoCE device (rxe0)
+# on it and waits (at most 60 s) until the peer answers a ping: both are
+# up. Sets PEER (the peer's address). Checks: rdma_node (this node's
+# number once its device is ACTIVE and the peer answers).
+rdma_node() {
+	IP=/usr/sbin/ip
+	case $SKY_NODE in
+	1 | 2) ;;
+	*)
+		echo "rdma_node: SKY_NODE is '$SKY_NODE', not 1 or 2: boot with cargo xtask vm --nodes 2"
+		return 1
+		;;
+	esac
+	PEER=10.77.0.$((3 - SKY_NODE))
+	$IP link set lo up
+	$IP addr add 10.77.0."$SKY_NODE"/24 dev eth0 || return 1
+	$IP link set eth0 up || return 1
+	/usr/bin/rdma link add rxe0 type rxe netdev eth0 || return 1
+	tenths=0
+	until /usr/bin/rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; do
+		[ "$tenths" -ge 100 ] && { /usr/bin/rdma link show; return 1; }
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+	seconds=0
+	until ping -c 1 -W 1 "$PEER" >/dev/null 2>&1; do
+		[ "$seconds" -ge 60 ] && { echo "rdma_node: no answer from $PEER in 60 s"; return 1; }
+		seconds=$((seconds + 1))
+	done
+	echo "check rdma_node=$SKY_NODE"
+}
+
+# node_sync NAME: a barrier: returns once the peer node has come to its
+# own `node_sync NAME` (at most 300 s), over TCP on the link (busybox nc,
+# port 7399). Node 2 listens; node 1 connects until it is let in, says
+# NAME and hears it answered. Node 2 checks the name, so two nodes at
+# different steps fail there instead of going on out of step; a
+# connection that brought no name (seen once: node 1's client gone
+# before its line arrived), or the name of the barrier before (node 1
+# retrying one whose answer it missed), is answered and waited past.
+NODE_SYNC_LAST=
+node_sync() {
+	if [ "$SKY_NODE" = 2 ]; then
+		[ -x /tmp/node-sync-answer ] || {
+			printf '#!/bin/sh\nread -r name\necho "$name" >/tmp/node-sync.got\necho "ok $name"\n' \
+				>/tmp/node-sync-answer
+			chmod +x /tmp/node-sync-answer
+		}
+		started=$(date +%s)
+		while [ $(($(date +%s) - started)) -lt 300 ]; do
+			: >/tmp/node-sync.got
+			timeout 300 nc -l -p 7399 -e /tmp/node-sync-answer </dev/null >/dev/null 2>&1
+			got=$(cat /tmp/node-sync.got)
+			case $got in
+			"$1")
+				NODE_SYNC_LAST=$1
+				return 0
+				;;
+			"" | "$NODE_SYNC_LAST") ;;
+			*)
+				echo "node_sync: node 2 at '$1', node 1 at '$got'"
+				return 1
+				;;
+			esac
+		done
+		echo "node_sync: node 1 never came to '$1'"
+		return 1
+	fi
+	tenths=0
+	until [ "$(echo "$1" | nc "$PEER" 7399 2>/dev/null)" = "ok $1" ]; do
+		[ "$tenths" -ge 3000 ] && { echo "node_sync: node 2 never came to '$1'"; return 1; }
+		sleep 0.1
+		tenths=$((tenths + 1))
+	done
+}
+
+# node_perf PORT TEST ARGS...: perftest across the link, the server on
+# node 2, the client on node 1, each on its rxe0, on a port of the
+# test's own (a client once met the listener of the test before, not yet
+# gone, and was rejected as if no one listened); node 1 prints the
+# client's output (bw_of, lat_of read it). Both ends are bounded.
+node_perf() {
+	port=$1 name=$2
+	shift 2
+	if [ "$SKY_NODE" = 2 ]; then
+		"$name" -R -d rxe0 -p "$port" "$@" >/tmp/"$name".server 2>&1 &
+		server=$!
+		listening "$port"
+		node_sync "$name"
+		bounded "$server" 120
+		rc=$?
+		echo "check ${name}_server_exit=$rc"
+		[ "$rc" = 0 ] || cat /tmp/"$name".server
+		return "$rc"
+	fi
+	node_sync "$name" || return 1
+	timeout 120 "$name" -R -d rxe0 -p "$port" "$@" "$PEER" >/tmp/"$name".client 2>&1
+	rc=$?
+	echo "check ${name}_exit=$rc"
+	cat /tmp/"$name".client
+	return "$rc"
+}

@@ -18,6 +18,7 @@ pub mod kversion;
 pub mod markdown;
 pub mod matrix;
 pub mod modules;
+pub mod nodes;
 pub mod paths;
 pub mod pvas;
 pub mod rdma_bench;

@@ -79,6 +79,12 @@ enum Cmd {
         /// rdma_pair).
         #[arg(long, conflicts_with = "native")]
         rdma: bool,
+        /// Boot this many guests (2) on one virtual link, each with its
+        /// own qemu, NVDIMM (--pmem-mb) and NIC (eth0, 10.77.0.N with
+        /// lib.sh rdma_node); each runs the command with SKY_NODE=N. Two
+        /// TCG guests take both of a 2-core host's cores.
+        #[arg(long, default_value_t = 1, conflicts_with_all = ["native", "cache_model", "icount"])]
+        nodes: u32,
         /// Simulate caches (the sky_cachesim QEMU plugin): a preset (sky1,
         /// modern) or L1/L2/LLC, each SIZE:LINE:ASSOC or off, e.g.
         /// 8K:16:1. Phases the guest marks (`sky-work cache-phase`) are
@@ -254,6 +260,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             native,
             pmem_mb,
             rdma,
+            nodes,
             cache_model,
             icount,
             command,
@@ -275,6 +282,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
                     icount_shift: icount,
                     ..vm.config()
                 };
+                if nodes != 1 {
+                    // Every node exited 0, or this is an error naming each.
+                    xtask::nodes::run(&cfg, nodes, &cmd)?;
+                    return Ok(());
+                }
                 let out = vm::run(&cfg, &cmd)?;
                 if let Some(text) = &out.cache {
                     println!("{}", cachesim::summary(&cachesim::parse(text)?));

@@ -12,7 +12,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::str::FromStr;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// sockets x cores x threads, as qemu's -smp takes them.
@@ -178,6 +179,25 @@ impl std::fmt::Display for GuestDidNotBoot {
 
 impl std::error::Error for GuestDidNotBoot {}
 
+/// A guest stopped because another guest of its run failed.
+#[derive(Debug)]
+pub struct Stopped {
+    /// What it printed until then.
+    pub output: String,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "stopped when another node failed; its last output:\n{}",
+            tail(&self.output, 20)
+        )
+    }
+}
+
+impl std::error::Error for Stopped {}
+
 /// The binaries every guest gets.
 pub fn project_binaries() -> Result<Vec<PathBuf>> {
     [
@@ -209,7 +229,7 @@ const PMEM_TOOLS: [&str; 1] = ["/usr/sbin/mkfs.ext4"];
 /// What soft-RoCE between two network namespaces needs (their
 /// dependencies, udp tunnels and the CM's, come along).
 /// sch_netem drops packets as a network would (the sender's transmit
-/// succeeds): tests/vm/rdma-bed.sh cuts the link with it.
+/// succeeds): tests/vm/rdma-nodes.sh cuts the link with it.
 const RDMA_MODULES: [&str; 5] = ["rdma_rxe", "ib_uverbs", "rdma_ucm", "veth", "sch_netem"];
 /// iproute2's programs at their own paths (busybox's `ip` applet knows no
 /// veth nor network namespaces, and there is no `rdma` nor `tc` applet;
@@ -218,6 +238,60 @@ const RDMA_TOOLS: [&str; 3] = ["/usr/sbin/ip", "/usr/bin/rdma", "/usr/sbin/tc"];
 
 /// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
 pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
+    let prepared = prepare(cfg, command, &[])?;
+    let mut result = boot(cfg, &prepared, &Guest::default());
+    if let Err(hang) = &result {
+        if hang.is::<GuestDidNotBoot>() {
+            // On stderr and in the output, so a run that passes still
+            // shows the second boot.
+            eprintln!("sky-vm: {hang:#}\nsky-vm: booting the guest once more");
+            result = boot(cfg, &prepared, &Guest::default()).map(|mut out| {
+                out.output.insert_str(0, SECOND_BOOT);
+                out
+            });
+        }
+    }
+    result
+}
+
+/// The first line of a run whose first boot hung before init.
+pub(crate) const SECOND_BOOT: &str =
+    "sky-vm: the first boot hung before init; this is the second\n";
+
+/// What every boot of a run shares: the kernel, the initramfs (removed
+/// with this), the cache model's plugin.
+pub(crate) struct Prepared {
+    kernel: Kernel,
+    initrd: PathBuf,
+    dir: PathBuf,
+    plugin: Option<PathBuf>,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.initrd);
+    }
+}
+
+/// How one guest of a run differs from the others: nothing for a lone
+/// VM; for the nodes of `cargo xtask vm --nodes` (nodes.rs), a name, a
+/// link and a way to be stopped.
+#[derive(Default)]
+pub(crate) struct Guest {
+    /// Tells this guest's files (its NVDIMM image) and console lines apart.
+    pub name: Option<String>,
+    /// More qemu arguments (the link's netdev and NIC).
+    pub qemu_args: Vec<String>,
+    /// More kernel command line (`SKY_NODE=N`, which the kernel hands to
+    /// init as an environment variable).
+    pub append: String,
+    /// Set when another guest of the run failed: this one stops too.
+    pub abort: Option<Arc<AtomicBool>>,
+}
+
+/// The kernel, its modules (with `more_modules`, e.g. a NIC's), the
+/// programs and the initramfs that runs `command`.
+pub(crate) fn prepare(cfg: &VmConfig, command: &str, more_modules: &[&str]) -> Result<Prepared> {
     let kernel = kernel::ensure(&KernelChoice::from_args(
         cfg.kernel.as_deref(),
         cfg.kernel_version.as_deref(),
@@ -236,15 +310,11 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
         trees.push(crate::guest_tools::ensure(&crate::guest_tools::NDCTL)?);
     }
     let mut placed = cfg.extra_binaries.clone();
+    let mut names = more_modules.to_vec();
     if cfg.rdma {
-        let mut names = RDMA_MODULES.to_vec();
+        names.extend(RDMA_MODULES);
         if cfg.pmem_mb.is_some() {
             names.extend(DEVDAX_MODULES);
-        }
-        for ko in crate::modules::resolve(&kernel, &names)? {
-            if !modules.contains(&ko) {
-                modules.push(ko);
-            }
         }
         for tool in RDMA_TOOLS {
             if !Path::new(tool).exists() {
@@ -253,6 +323,13 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
             placed.push((PathBuf::from(tool), PathBuf::from(tool)));
         }
         trees.push(crate::guest_tools::ensure(&crate::guest_tools::RDMA)?);
+    }
+    if !names.is_empty() {
+        for ko in crate::modules::resolve(&kernel, &names)? {
+            if !modules.contains(&ko) {
+                modules.push(ko);
+            }
+        }
     }
     let dir = workspace_root().join("target/vm");
     std::fs::create_dir_all(&dir)?;
@@ -273,34 +350,24 @@ pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
         },
         &initrd,
     )?;
-    let mut result = boot(cfg, &kernel, &initrd, &dir, plugin.as_deref());
-    if let Err(hang) = &result {
-        if hang.is::<GuestDidNotBoot>() {
-            // On stderr and in the output, so a run that passes still
-            // shows the second boot.
-            eprintln!("sky-vm: {hang:#}\nsky-vm: booting the guest once more");
-            result = boot(cfg, &kernel, &initrd, &dir, plugin.as_deref()).map(|mut out| {
-                out.output.insert_str(
-                    0,
-                    "sky-vm: the first boot hung before init; this is the second\n",
-                );
-                out
-            });
-        }
-    }
-    let _ = std::fs::remove_file(&initrd);
-    result
+    Ok(Prepared {
+        kernel,
+        initrd,
+        dir,
+        plugin,
+    })
 }
 
-fn boot(
-    cfg: &VmConfig,
-    kernel: &Kernel,
-    initrd: &Path,
-    dir: &Path,
-    plugin: Option<&Path>,
-) -> Result<VmOutcome> {
+pub(crate) fn boot(cfg: &VmConfig, prepared: &Prepared, guest: &Guest) -> Result<VmOutcome> {
+    let dir = &prepared.dir;
+    let plugin = prepared.plugin.as_deref();
     let mut qemu = Command::new("qemu-system-x86_64");
-    let counts = dir.join(format!("cachesim-{}.txt", std::process::id()));
+    // Per process, and per guest of a run of several.
+    let tag = match &guest.name {
+        Some(name) => format!("{}-{name}", std::process::id()),
+        None => std::process::id().to_string(),
+    };
+    let counts = dir.join(format!("cachesim-{tag}.txt"));
     if let (Some(model), Some(plugin)) = (&cfg.cache_model, plugin) {
         let _ = std::fs::remove_file(&counts);
         qemu.arg("-plugin")
@@ -309,7 +376,7 @@ fn boot(
     if let Some(shift) = cfg.icount_shift {
         qemu.args(["-icount", &format!("shift={shift}")]);
     }
-    let pmem_file = dir.join(format!("pmem-{}.img", std::process::id()));
+    let pmem_file = dir.join(format!("pmem-{tag}.img"));
     match cfg.pmem_mb {
         Some(mb) => {
             let _ = std::fs::remove_file(&pmem_file);
@@ -331,7 +398,7 @@ fn boot(
             qemu.args(["-m", &cfg.memory_mb.to_string()]);
         }
     }
-    let mut result = run_qemu(cfg, kernel, initrd, qemu);
+    let mut result = run_qemu(cfg, prepared, guest, qemu);
     let _ = std::fs::remove_file(&pmem_file);
     if let (Ok(out), Some(_)) = (&mut result, plugin) {
         out.cache = Some(
@@ -345,17 +412,22 @@ fn boot(
 
 fn run_qemu(
     cfg: &VmConfig,
-    kernel: &Kernel,
-    initrd: &Path,
+    prepared: &Prepared,
+    guest: &Guest,
     mut qemu: Command,
 ) -> Result<VmOutcome> {
     let t = cfg.topology;
+    let mut append = "console=ttyS0 panic=-1 oops=panic nokaslr mitigations=off quiet".to_string();
+    if !guest.append.is_empty() {
+        append = format!("{append} {}", guest.append);
+    }
     qemu
         // Multi-threaded TCG crashes guests that toggle sched_ext repeatedly.
         .args(["-accel", "tcg,thread=single", "-nographic", "-no-reboot"])
-        // No network but what a test joins itself (veth in the guest): no
-        // guest traffic can leave the machine.
+        // No network but what a test joins itself (veth in the guest, or
+        // the nodes' own link): no guest traffic can leave the machine.
         .args(["-nic", "none"])
+        .args(&guest.qemu_args)
         // qemu64 is an AMD family without SMT support; as an Intel CPU the
         // guest sees SMT siblings without a warning.
         .args(["-cpu", "qemu64,vendor=GenuineIntel"])
@@ -370,23 +442,26 @@ fn run_qemu(
             ),
         ])
         .arg("-kernel")
-        .arg(&kernel.vmlinuz)
+        .arg(&prepared.kernel.vmlinuz)
         .arg("-initrd")
-        .arg(initrd)
-        .args([
-            "-append",
-            "console=ttyS0 panic=-1 oops=panic nokaslr mitigations=off quiet",
-        ])
+        .arg(&prepared.initrd)
+        .arg("-append")
+        .arg(append)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    watch(cfg, qemu, BOOT_LIMIT)
+    watch(cfg, guest, qemu, BOOT_LIMIT)
 }
 
 /// Runs qemu to its end, the guest's console filtered into the output:
 /// the command's status, or why there is none (no init within
 /// `boot_limit`, the timeout, qemu's early end).
-fn watch(cfg: &VmConfig, mut qemu: Command, boot_limit: Duration) -> Result<VmOutcome> {
+fn watch(
+    cfg: &VmConfig,
+    guest: &Guest,
+    mut qemu: Command,
+    boot_limit: Duration,
+) -> Result<VmOutcome> {
     // The guest's clocks run on while the TCG thread waits for a host
     // CPU, so qemu goes before the host's other work where it may (root).
     // SAFETY: setpriority is async-signal-safe; its failure leaves qemu
@@ -425,7 +500,10 @@ fn watch(cfg: &VmConfig, mut qemu: Command, boot_limit: Duration) -> Result<VmOu
                 }
                 if let Some(line) = console.line(&raw) {
                     if cfg.echo {
-                        println!("{line}");
+                        match &guest.name {
+                            Some(name) => println!("{name}| {line}"),
+                            None => println!("{line}"),
+                        }
                     }
                     // Anywhere in the line: output without a final newline
                     // ends up in front of the marker.
@@ -452,6 +530,18 @@ fn watch(cfg: &VmConfig, mut qemu: Command, boot_limit: Duration) -> Result<VmOu
             }
             .into());
         }
+        if guest
+            .abort
+            .as_ref()
+            .is_some_and(|a| a.load(Ordering::Relaxed))
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Stopped {
+                output: std::mem::take(&mut output),
+            }
+            .into());
+        }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
@@ -466,7 +556,10 @@ fn watch(cfg: &VmConfig, mut qemu: Command, boot_limit: Duration) -> Result<VmOu
     let host = host.finish();
     let host_line = format!("sky-vm: {host}");
     if cfg.echo {
-        println!("{host_line}");
+        match &guest.name {
+            Some(name) => println!("{name}| {host_line}"),
+            None => println!("{host_line}"),
+        }
     }
     output.push_str(&host_line);
     output.push('\n');
@@ -568,6 +661,7 @@ mod tests {
         let cfg = quiet(Duration::from_secs(60));
         let err = watch(
             &cfg,
+            &Guest::default(),
             guest("echo SeaBIOS 1.16; echo early kernel words; sleep 60"),
             Duration::from_millis(500),
         )
@@ -583,6 +677,7 @@ mod tests {
         let cfg = quiet(Duration::from_secs(60));
         let out = watch(
             &cfg,
+            &Guest::default(),
             guest("echo 'sky-vm: up, 8 CPUs'; sleep 1; echo 'SKY-VM-EXIT=3'"),
             Duration::from_millis(500),
         )
@@ -591,6 +686,7 @@ mod tests {
         let cfg = quiet(Duration::from_secs(1));
         let err = watch(
             &cfg,
+            &Guest::default(),
             guest("echo 'sky-vm: up, 8 CPUs'; sleep 60"),
             Duration::from_secs(30),
         )
