@@ -353,12 +353,7 @@ rdma_pair() {
 	$IP -n b link set veth_b up
 	$IP netns exec a /usr/bin/rdma link add rxe_a type rxe netdev veth_a || return 1
 	$IP netns exec b /usr/bin/rdma link add rxe_b type rxe netdev veth_b || return 1
-	tenths=0
-	until [ "$(/usr/bin/rdma link show 2>/dev/null | grep -c 'state ACTIVE')" -ge 2 ]; do
-		[ "$tenths" -ge 100 ] && break
-		sleep 0.1
-		tenths=$((tenths + 1))
-	done
+	within 100 rdma_active 2
 	echo "check rdma_devices=$(/usr/bin/rdma link show | grep -c 'state ACTIVE')"
 	/usr/bin/rdma link show
 }
@@ -372,11 +367,28 @@ NS_EXEC="/usr/sbin/ip netns exec"
 # PORT, so a client never connects before its server (a fixed sleep did
 # not allow for a slow start under TCG).
 listening() {
-	tenths=0
-	until /usr/bin/rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "; do
-		[ "$tenths" -ge 300 ] && { echo "no listener on port $1"; return 1; }
+	within 300 cm_listens "$1" || { echo "no listener on port $1"; return 1; }
+}
+
+# cm_listens PORT: an RDMA CM id listens on PORT.
+cm_listens() {
+	/usr/bin/rdma resource show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "
+}
+
+# rdma_active N: at least N RDMA devices are ACTIVE.
+rdma_active() {
+	[ "$(/usr/bin/rdma link show 2>/dev/null | grep -c 'state ACTIVE')" -ge "$1" ]
+}
+
+# within TENTHS COMMAND...: runs COMMAND every tenth of a second until it
+# succeeds, at most TENTHS times; 1 if it never did.
+within() {
+	within_left=$1
+	shift
+	until "$@"; do
+		within_left=$((within_left - 1))
+		[ "$within_left" -gt 0 ] || return 1
 		sleep 0.1
-		tenths=$((tenths + 1))
 	done
 }
 
@@ -454,12 +466,7 @@ rdma_node() {
 	$IP addr add 10.77.0."$SKY_NODE"/24 dev eth0 || return 1
 	$IP link set eth0 up || return 1
 	/usr/bin/rdma link add rxe0 type rxe netdev eth0 || return 1
-	tenths=0
-	until /usr/bin/rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; do
-		[ "$tenths" -ge 100 ] && { /usr/bin/rdma link show; return 1; }
-		sleep 0.1
-		tenths=$((tenths + 1))
-	done
+	within 100 rdma_active 1 || { /usr/bin/rdma link show; return 1; }
 	seconds=0
 	until ping -c 1 -W 1 "$PEER" >/dev/null 2>&1; do
 		[ "$seconds" -ge 60 ] && { echo "rdma_node: no answer from $PEER in 60 s"; return 1; }
@@ -504,12 +511,12 @@ node_sync() {
 		echo "node_sync: node 1 never came to '$1'"
 		return 1
 	fi
-	tenths=0
-	until [ "$(echo "$1" | nc "$PEER" 7399 2>/dev/null)" = "ok $1" ]; do
-		[ "$tenths" -ge 3000 ] && { echo "node_sync: node 2 never came to '$1'"; return 1; }
-		sleep 0.1
-		tenths=$((tenths + 1))
-	done
+	within 3000 node_sync_said "$1" || { echo "node_sync: node 2 never came to '$1'"; return 1; }
+}
+
+# node_sync_said NAME: node 1 said NAME to node 2 and heard it answered.
+node_sync_said() {
+	[ "$(echo "$1" | nc "$PEER" 7399 2>/dev/null)" = "ok $1" ]
 }
 
 # node_perf PORT TEST ARGS...: perftest across the link, the server on

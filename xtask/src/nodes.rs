@@ -38,18 +38,7 @@ pub fn run(cfg: &VmConfig, nodes: u32, command: &str) -> Result<Vec<VmOutcome>> 
     let prepared = vm::prepare(cfg, command, &LINK_MODULES)?;
     let sockets = std::env::temp_dir().join(format!("sky-nodes-{}", std::process::id()));
     std::fs::create_dir_all(&sockets)?;
-    let mut result = boot_all(cfg, &prepared, &sockets);
-    if let Err(hang) = &result {
-        if hang.is::<GuestDidNotBoot>() {
-            eprintln!("sky-vm: {hang:#}\nsky-vm: booting both nodes once more");
-            result = boot_all(cfg, &prepared, &sockets).map(|mut outs| {
-                for out in &mut outs {
-                    out.output.insert_str(0, vm::SECOND_BOOT);
-                }
-                outs
-            });
-        }
-    }
+    let result = vm::once_more_if_hung("both nodes", || boot_all(cfg, &prepared, &sockets));
     let _ = std::fs::remove_dir_all(&sockets);
     result
 }

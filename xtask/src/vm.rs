@@ -239,24 +239,35 @@ const RDMA_TOOLS: [&str; 3] = ["/usr/sbin/ip", "/usr/bin/rdma", "/usr/sbin/tc"];
 /// Boots a VM that runs `command` (busybox sh, as root, in /scenarios).
 pub fn run(cfg: &VmConfig, command: &str) -> Result<VmOutcome> {
     let prepared = prepare(cfg, command, &[])?;
-    let mut result = boot(cfg, &prepared, &Guest::default());
-    if let Err(hang) = &result {
-        if hang.is::<GuestDidNotBoot>() {
-            // On stderr and in the output, so a run that passes still
-            // shows the second boot.
-            eprintln!("sky-vm: {hang:#}\nsky-vm: booting the guest once more");
-            result = boot(cfg, &prepared, &Guest::default()).map(|mut out| {
-                out.output.insert_str(0, SECOND_BOOT);
-                out
-            });
-        }
-    }
-    result
+    once_more_if_hung("the guest", || {
+        boot(cfg, &prepared, &Guest::default()).map(|out| vec![out])
+    })
+    .map(|mut outs| outs.remove(0))
 }
 
-/// The first line of a run whose first boot hung before init.
-pub(crate) const SECOND_BOOT: &str =
-    "sky-vm: the first boot hung before init; this is the second\n";
+/// Runs `boot` (the guests of one run), and once more if a guest hung
+/// before init: the emulator's fault, not the command's. The second run's
+/// outputs begin with a line that says so, as stderr does at once, so a
+/// run that passes still shows the second boot.
+pub(crate) fn once_more_if_hung(
+    guests: &str,
+    boot: impl Fn() -> Result<Vec<VmOutcome>>,
+) -> Result<Vec<VmOutcome>> {
+    match boot() {
+        Err(hang) if hang.is::<GuestDidNotBoot>() => {
+            eprintln!("sky-vm: {hang:#}\nsky-vm: booting {guests} once more");
+            let mut outs = boot()?;
+            for out in &mut outs {
+                out.output.insert_str(
+                    0,
+                    "sky-vm: the first boot hung before init; this is the second\n",
+                );
+            }
+            Ok(outs)
+        }
+        result => result,
+    }
+}
 
 /// What every boot of a run shares: the kernel, the initramfs (removed
 /// with this), the cache model's plugin.
