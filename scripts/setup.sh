@@ -7,6 +7,8 @@
 #   - libelf/zlib/zstd headers for libbpf-sys, pkg-config
 #   - qemu-system-x86 and a static busybox for the VM test bed
 #   - DejaVu fonts for the evaluation's plots
+#   - systemd, for `systemd-analyze verify` of the service unit the install
+#     writes (tests/install.rs); nothing is started
 #   - cmake, to build rdma-mummy-sys (sky-rdma's binding: rdma-core's
 #     headers and a shim that loads libibverbs at run time)
 #   - iproute2 (`ip`, `rdma`) for the VM's soft-RoCE test bed; its rdma-core
@@ -93,7 +95,7 @@ apt_update_once() {
 }
 
 PACKAGES=(clang-19 clang-format-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
-	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core iproute2 cmake)
+	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core iproute2 cmake systemd)
 
 missing_packages() {
 	local p

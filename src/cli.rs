@@ -1,12 +1,13 @@
 //! Command line of `scx_sky`.
 
 use crate::bpf::intf;
-use clap::{Args, Parser, Subcommand};
+use clap::builder::TypedValueParser as _;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use std::sync::OnceLock;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "scx_sky",
-    version,
     about = "sched_ext scheduler: SKY-1 cache affinity on cache-domain queues",
     long_about = "scx_sky keeps each task on the CPU whose caches still hold its data \
                   (SKY-1 last-CPU affinity with two-level decay thresholds) while never \
@@ -18,17 +19,23 @@ pub struct Cli {
     pub command: Option<Command>,
     #[command(flatten)]
     pub run: RunOpts,
-    /// Directory of the running scheduler's control socket (root-only).
-    #[arg(long, global = true, value_name = "DIR", default_value = sky_control::SOCKET_DIR)]
-    pub control_dir: std::path::PathBuf,
+    /// Directory of the running scheduler's control socket (root-only;
+    /// default /run/scx_sky). Named, `policy` uses it even when not root
+    /// instead of the D-Bus service.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub control_dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List the policy presets compiled in from scheds/.
+    /// List the policies a name finds, in lookup order: files in
+    /// /etc/scx_sky/policies/, then the installed presets
+    /// (share/scx_sky/policies/ beside the binary, /usr/share/scx_sky/policies/),
+    /// then the ones compiled in from scheds/.
     Policies,
     /// Switch the running scheduler's policy, or show it, without a
-    /// reload (through its control socket; root only).
+    /// reload: root through its control socket, anyone else through its
+    /// D-Bus service (org.scx.Sky; a switch by name, as polkit allows).
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// Watch the running scheduler in the terminal: cache domains, cores
@@ -99,6 +106,18 @@ pub enum Command {
         #[arg(long, default_value_t = 1000)]
         cache_fill_mbps: u64,
     },
+    /// Print the completion script of SHELL, e.g.
+    /// `scx_sky completions bash > /usr/share/bash-completion/completions/scx_sky`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (scx_sky.8, and scx_sky-COMMAND.8 for each
+    /// subcommand) into DIR.
+    Manpages {
+        /// The directory to write them into (created if missing).
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,11 +170,11 @@ pub enum PvasCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
-    /// Switch to a preset or a policy file. The policy is validated whole
-    /// before anything changes; a bad one is refused, naming the field,
-    /// and the running policy stays.
+    /// Switch to a policy by name or, as root, a policy file. The policy
+    /// is validated whole before anything changes; a bad one is refused,
+    /// naming the field, and the running policy stays.
     Set {
-        /// Preset name or policy TOML file.
+        /// Policy name (see `scx_sky policies`) or policy TOML file.
         policy: String,
     },
     /// The running policy, its generation and every knob.
@@ -197,13 +216,34 @@ pub struct RunOpts {
     pub stats_socket: Option<std::path::PathBuf>,
 
     /// Do not load a scheduler: print the running one's statistics every
-    /// SECS seconds, as the other scx schedulers' --monitor does.
+    /// SECS seconds, as the other scx schedulers' --monitor does, waiting
+    /// for it to start (and to come back if it restarts).
     #[arg(long, value_name = "SECS")]
     pub monitor: Option<f64>,
 
-    /// Print a statistics line every this many seconds; 0 prints none.
-    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 2.0)]
+    /// Log a statistics line every SECS seconds (0: none, only the totals
+    /// at exit). `scx_sky stats` and `--monitor` read them on demand.
+    #[arg(
+        short = 'i',
+        long = "stats",
+        visible_alias = "stats-interval",
+        value_name = "SECS",
+        default_value_t = 0.0
+    )]
     pub stats_interval: f64,
+
+    /// Print every statistic and what it counts, and exit.
+    #[arg(long)]
+    pub help_stats: bool,
+
+    /// What the log says: `info` (the default) gives the start, policy
+    /// switches, warnings and a summary of class and gang changes at most
+    /// once a minute; `debug` gives every class and gang change as it
+    /// happens.
+    #[arg(long, value_name = "LEVEL", default_value = "info",
+          value_parser = clap::builder::PossibleValuesParser::new(LOG_LEVELS)
+              .map(|level| level.parse::<log::LevelFilter>().unwrap_or(log::LevelFilter::Info)))]
+    pub log_level: log::LevelFilter,
 
     /// Exit after this many seconds (0: run until interrupted).
     #[arg(long, value_name = "SECS", default_value_t = 0.0)]
@@ -251,7 +291,13 @@ pub struct RunOpts {
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,
 
-    /// Log libbpf and verifier output.
+    /// Do not serve the policy on the system bus (`org.scx.Sky`: get,
+    /// list, and switches polkit allows to users who are not root).
+    #[arg(long)]
+    pub no_dbus: bool,
+
+    /// Log libbpf and verifier output (and everything `--log-level debug`
+    /// logs).
     #[arg(short, long)]
     pub verbose: bool,
 
@@ -260,6 +306,42 @@ pub struct RunOpts {
     /// figures), to compare builds and kernels.
     #[arg(long)]
     pub verifier_stats: bool,
+}
+
+impl Cli {
+    /// `--control-dir`, or the default.
+    pub fn control_dir(&self) -> &std::path::Path {
+        self.control_dir
+            .as_deref()
+            .unwrap_or(std::path::Path::new(sky_control::SOCKET_DIR))
+    }
+}
+
+/// `--log-level`'s choices (each a `log::LevelFilter` name).
+const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// The command line as parsed, completions and man pages are made from:
+/// with the full version (as the scx schedulers give it: the package
+/// version, the git revision built, the target).
+pub fn command() -> clap::Command {
+    Cli::command()
+        .version(version())
+        .after_long_help("`scx_sky --help-stats` lists the statistics and what each counts.")
+}
+
+/// `0.1.0-g1234abcd x86_64-unknown-linux-gnu`: scx_utils' full version of
+/// this package's version and the revision build.rs found.
+pub fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        let revision = env!("SKY_GIT_REVISION");
+        let semver = if revision.is_empty() {
+            env!("CARGO_PKG_VERSION").to_string()
+        } else {
+            format!("{}-{revision}", env!("CARGO_PKG_VERSION"))
+        };
+        scx_utils::build_id::full_version(&semver)
+    })
 }
 
 /// Seconds given on the command line, checked: clap parses the number but

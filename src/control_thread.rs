@@ -1,6 +1,7 @@
-//! Wires the control socket (userspace/control) to the running scheduler:
-//! each client's thread switches through the shared [`Switcher`], straight
-//! into BPF's memory, without waiting for the run loop.
+//! Wires the control socket (userspace/control) and the D-Bus service
+//! (userspace/dbus) to the running scheduler: each request switches
+//! through the shared [`Switcher`], straight into BPF's memory, without
+//! waiting for the run loop, and wakes it.
 
 use crate::live_policy::Switcher;
 use crate::wakeup::Wakeup;
@@ -63,6 +64,27 @@ pub fn start(dir: &Path, live: Switcher, wakeup: Arc<Wakeup>) -> Option<Control>
         }),
         Err(e) => {
             warn!("no control thread ({e}): policies cannot be switched at runtime");
+            None
+        }
+    }
+}
+
+/// Serves the live policy on the system bus (`org.scx.Sky`, switches as
+/// polkit allows), answering as the control socket does. Without a system
+/// bus (a minimal system, the VM), one line says so and scx_sky runs on.
+pub fn start_dbus(live: Switcher, wakeup: Arc<Wakeup>) -> Option<sky_dbus::Served> {
+    let handler: sky_dbus::Handler = Arc::new(move |req| {
+        let answer = live.answer(req);
+        wakeup.wake();
+        answer
+    });
+    match sky_dbus::serve(&sky_dbus::Bus::System, handler) {
+        Ok(served) => {
+            info!("D-Bus: serving {} on the system bus", sky_dbus::BUS_NAME);
+            Some(served)
+        }
+        Err(e) => {
+            info!("no D-Bus service ({e:#}): only root switches policies (the control socket)");
             None
         }
     }

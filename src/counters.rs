@@ -190,11 +190,13 @@ pub fn catalog() -> sky_stats::Catalog {
     sky_stats::Catalog::new(&STAT_INFO)
 }
 
-/// The counter list for `--help`: every name and what it counts.
+/// `--help-stats`: every statistic served, with what it counts.
 pub fn describe() -> String {
-    STAT_INFO
+    let stats = catalog().stats;
+    let width = stats.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    stats
         .iter()
-        .map(|(name, help)| format!("  {name:<20} {help}\n"))
+        .map(|s| format!("{:<width$}  {}\n", s.name, s.help))
         .collect()
 }
 

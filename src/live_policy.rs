@@ -16,7 +16,7 @@ use anyhow::{bail, Result};
 use log::info;
 use sky_classify::{Class, CommShape, Hints};
 use sky_control::Request;
-use sky_policy::{Overrides, Policy, Resolved};
+use sky_policy::{lookup, Overrides, Policy, Resolved};
 use sky_topology::DecayThresholds;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,13 +42,20 @@ pub enum Wanted {
 }
 
 impl Wanted {
-    /// Reads `name_or_path` if it names a file ([`sky_policy::names_a_file`]).
+    /// Reads `name_or_path` if it names a file ([`sky_policy::names_a_file`])
+    /// or a name a policy directory answers to ([`sky_policy::lookup`]).
     pub fn read(name_or_path: &str) -> Result<Self> {
-        Ok(if sky_policy::names_a_file(name_or_path) {
-            Wanted::File(Box::new(Policy::load(name_or_path)?))
-        } else {
-            Wanted::Preset(name_or_path.to_owned())
-        })
+        static FINDER: std::sync::OnceLock<lookup::Finder> = std::sync::OnceLock::new();
+        let finder = FINDER
+            .get_or_init(|| lookup::Finder::new(lookup::policy_dirs(), lookup::UNSHADOWED_FOR));
+        let found_in_a_dir = || matches!(finder.find(name_or_path), Some(lookup::Origin::File(_)));
+        Ok(
+            if sky_policy::names_a_file(name_or_path) || found_in_a_dir() {
+                Wanted::File(Box::new(Policy::load(name_or_path)?))
+            } else {
+                Wanted::Preset(name_or_path.to_owned())
+            },
+        )
     }
 }
 
@@ -135,10 +142,7 @@ impl LivePolicy {
             Wanted::File(policy) => *policy,
             Wanted::Preset(name) => match self.presets.iter().find(|p| p.name == name) {
                 Some(preset) => preset.clone(),
-                None => bail!(
-                    "unknown policy {name:?}; presets: {}",
-                    sky_policy::preset_names().join(", ")
-                ),
+                None => bail!("{}", sky_policy::unknown(&name, &lookup::policy_dirs())),
             },
         };
         self.resolve(policy, &self.derived)
@@ -181,10 +185,10 @@ impl LivePolicy {
         self.knobs = next.knobs;
     }
 
-    /// The presets, one `NAME  description` line each.
+    /// Every policy a name finds, one `NAME  description  (where)` line
+    /// each, in lookup order.
     pub fn list(&self) -> String {
-        let lines: Vec<String> = self.presets.iter().map(Policy::listing).collect();
-        lines.join("\n")
+        lookup::listing(&lookup::policy_dirs()).join("\n")
     }
 
     /// `policy=NAME generation=N`.

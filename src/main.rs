@@ -16,28 +16,22 @@ mod verifier_cost;
 mod wakeup;
 
 use anyhow::Result;
-use clap::{CommandFactory, FromArgMatches};
+use clap::FromArgMatches;
 use cli::Cli;
 use scheduler::Scheduler;
 use std::mem::MaybeUninit;
 use std::sync::atomic::Ordering;
 
 fn main() {
-    // The statistics are listed under --help from the shared header's
-    // descriptions, so the list cannot drift from what BPF counts.
-    let help = format!(
-        "Statistics (printed as name=value):\n{}",
-        counters::describe()
-    );
-    let matches = Cli::command().after_long_help(help).get_matches();
+    let matches = cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
     let level = if cli.run.verbose {
-        simplelog::LevelFilter::Debug
+        cli.run.log_level.max(log::LevelFilter::Debug)
     } else {
-        simplelog::LevelFilter::Info
+        cli.run.log_level
     };
     let _ = simplelog::TermLogger::init(
         level,
@@ -56,16 +50,23 @@ fn main() {
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
+    if cli.run.help_stats {
+        // From the shared header's descriptions and the stats catalog, so
+        // the list cannot drift from what is counted and served.
+        print!("{}", counters::describe());
+        return Ok(());
+    }
+    let control_dir = cli.control_dir().to_path_buf();
+    let dir_named = cli.control_dir.is_some();
     match cli.command {
         None => match cli.run.monitor {
-            Some(secs) => cmd::stats::run(
+            Some(secs) => cmd::stats::monitor(
                 cli.run.stats_socket.as_deref(),
-                cmd::stats::Format::Line,
-                Some(cli::seconds("monitor", secs)?),
+                cli::seconds("monitor", secs)?,
             ),
-            None => run_scheduler(&cli.run, &cli.control_dir),
+            None => run_scheduler(&cli.run, &control_dir),
         },
-        Some(command) => cmd::run(command, &cli.run, &cli.control_dir),
+        Some(command) => cmd::run(command, &cli.run, &control_dir, dir_named),
     }
 }
 
@@ -85,10 +86,15 @@ fn run_scheduler(opts: &cli::RunOpts, control_dir: &std::path::Path) -> Result<(
     let mut open_object = MaybeUninit::uninit();
     // Bound once attached, kept across reloads, removed on the way out.
     let mut control = None;
+    // Served while this function runs.
+    let mut _dbus = None;
     loop {
         let mut sched = Scheduler::init(opts, &live, &wakeup, &mut open_object)?;
         if control.is_none() {
             control = control_thread::start(control_dir, live.clone(), wakeup.clone());
+            if !opts.no_dbus {
+                _dbus = control_thread::start_dbus(live.clone(), wakeup.clone());
+            }
         }
         let exit = sched.run(&shutdown, &reread, &opts.policy)?;
         if shutdown.load(Ordering::Relaxed) || !exit.should_restart() {

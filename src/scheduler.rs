@@ -68,7 +68,7 @@ impl<'a> Scheduler<'a> {
         wakeup: &Arc<Wakeup>,
         open_object: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
-        let stats_interval = seconds("stats-interval", opts.stats_interval)?;
+        let stats_interval = seconds("stats", opts.stats_interval)?;
         let run_for = seconds("run-for", opts.run_for)?;
         check_kernel_supports_sched_ext()?;
 

@@ -101,6 +101,12 @@ fn loads_survives_sigkill_and_reloads_for_an_unknown_cpu() {
             out.contains("restarting at the kernel's request"),
             "no restart logged"
         );
+        // --monitor waited for the scheduler, printed while it ran, waited
+        // again when it stopped and printed again once it was back.
+        assert_eq!(check(&c, "monitor_alive"), "yes");
+        assert!(check(&c, "monitor_waits").parse::<u32>().unwrap_or(0) >= 2);
+        assert!(check(&c, "monitor_lines_first").parse::<u32>().unwrap_or(0) >= 1);
+        assert!(check(&c, "monitor_lines_again").parse::<u32>().unwrap_or(0) >= 1);
         let reasons = check(&c, "disable_reasons");
         assert!(
             reasons.contains("unregistered-from-BPF"),
@@ -557,9 +563,20 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
             out.contains("PMU (software): counting cycles instructions llc-misses on 4 CPUs"),
             "the software counters were not opened"
         );
+        // The compute thread by its id (the replay's `final  cpu-idiv/TID`):
+        // its first period may be counted before it renames itself from
+        // sky-work to cpu-idiv, and the class line names it as it was then.
+        let tid = out
+            .lines()
+            .find_map(|l| l.strip_prefix("final  cpu-idiv/"))
+            .and_then(|rest| rest.split_whitespace().next())
+            .expect("the replay names no cpu-idiv thread");
         let measured = out
             .lines()
-            .find(|l| l.contains("(cpu-idiv) measured unknown -> compute:"))
+            .find(|l| {
+                l.contains(&format!("class: task {tid} ("))
+                    && l.contains("measured unknown -> compute:")
+            })
             .expect("the classifier never classed the compute task from its counts");
         // Both clocks count nanoseconds over the same intervals.
         assert!(
@@ -670,6 +687,9 @@ fn policies_switch_at_runtime_without_a_reload() {
         // Not root: refused, and told why.
         assert_ne!(check(&c, "nobody_exit"), "0");
         assert_eq!(check(&c, "nobody_told"), "1");
+        // The same user through D-Bus, with no system bus to reach.
+        assert_ne!(check(&c, "nobody_bus_exit"), "0");
+        assert_eq!(check(&c, "nobody_bus_told"), "1");
         // Bad clients on the socket get errors, and the scheduler runs on.
         let abuse = report::one_line(&out, "result workload=control-abuse").unwrap();
         for case in ["garbage", "silent", "halfclosed", "unknown"] {

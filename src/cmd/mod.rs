@@ -14,8 +14,8 @@ use sky_topology::{format_cpulist, Topology};
 use std::path::Path;
 
 /// Runs one subcommand; `run` holds the options every subcommand shares
-/// (the stats socket).
-pub fn run(command: Command, run: &RunOpts, control_dir: &Path) -> Result<()> {
+/// (the stats socket); `dir_named`: was `--control-dir` given?
+pub fn run(command: Command, run: &RunOpts, control_dir: &Path, dir_named: bool) -> Result<()> {
     match command {
         Command::Stats {
             json,
@@ -32,7 +32,13 @@ pub fn run(command: Command, run: &RunOpts, control_dir: &Path) -> Result<()> {
             let watch = watch.map(|s| cli::seconds("watch", s)).transpose()?;
             stats::run(run.stats_socket.as_deref(), format, watch)
         }
-        Command::Policy(cmd) => policy::run(cmd, control_dir),
+        Command::Policy(cmd) => {
+            // Root has the control socket; anyone else the system bus
+            // (unless a socket directory was named: that one, then).
+            // SAFETY: geteuid has no preconditions.
+            let root = unsafe { libc::geteuid() } == 0;
+            policy::run(cmd, control_dir, !root && !dir_named)
+        }
         Command::Top { snapshot } => {
             let mut link = top::Link::new(run.stats_socket.clone(), control_dir.to_path_buf());
             if snapshot {
@@ -43,12 +49,17 @@ pub fn run(command: Command, run: &RunOpts, control_dir: &Path) -> Result<()> {
             }
         }
         Command::Policies => {
-            for name in sky_policy::preset_names() {
-                let p = sky_policy::Policy::load(name)?;
-                println!("{}", p.listing());
+            for line in sky_policy::lookup::listing(&sky_policy::lookup::policy_dirs()) {
+                println!("{line}");
             }
             Ok(())
         }
+        Command::Completions { shell } => {
+            let mut cmd = cli::command();
+            clap_complete::generate(shell, &mut cmd, "scx_sky", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Manpages { dir } => write_manpages(&dir),
         Command::Classify {
             replay,
             policy,
@@ -99,6 +110,26 @@ fn replay_classes(stream: &str, policy: &str, class_rules: &[String]) -> Result<
         }
     }
     Ok(())
+}
+
+/// scx_sky.8, then scx_sky-COMMAND.8 (and deeper) for every subcommand.
+fn write_manpages(dir: &Path) -> Result<()> {
+    fn write(cmd: clap::Command, dir: &Path) -> Result<()> {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            write(sub.clone(), dir)?;
+        }
+        let man = clap_mangen::Man::new(cmd).section("8");
+        let path = dir.join(man.get_filename());
+        let mut file =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        man.render(&mut file)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut cmd = cli::command().disable_help_subcommand(true);
+    // Subcommands are named scx_sky-COMMAND, as clap_mangen expects.
+    cmd.build();
+    write(cmd, dir)
 }
 
 fn show_topology(cache_fill_mbps: u64) -> Result<()> {

@@ -1,5 +1,6 @@
 //! `scx_sky policy set|get|list`: a client of the running scheduler's
-//! control socket.
+//! control socket (root), or of its D-Bus service (anyone else; a switch
+//! as polkit allows, by name only).
 
 use crate::cli::PolicyCommand;
 use anyhow::Result;
@@ -7,7 +8,7 @@ use sky_control::Request;
 use std::io::Write;
 use std::path::Path;
 
-pub fn run(cmd: PolicyCommand, socket_dir: &Path) -> Result<()> {
+pub fn run(cmd: PolicyCommand, socket_dir: &Path, over_dbus: bool) -> Result<()> {
     let req = match cmd {
         PolicyCommand::Set { policy } => {
             // A file is read by the scheduler: give it the full path.
@@ -24,7 +25,19 @@ pub fn run(cmd: PolicyCommand, socket_dir: &Path) -> Result<()> {
         PolicyCommand::Get => Request::Get,
         PolicyCommand::List => Request::List,
     };
-    let answer = sky_control::request(socket_dir, &req)?;
+    let answer = if over_dbus {
+        if let Request::Set(name) = &req {
+            if sky_policy::names_a_file(name) {
+                anyhow::bail!(
+                    "a policy file needs root (sudo scx_sky policy set {name}); as another \
+                     user, switch by name: put the file in /etc/scx_sky/policies/"
+                );
+            }
+        }
+        sky_dbus::Client::connect(&sky_dbus::Bus::System)?.request(&req)?
+    } else {
+        sky_control::request(socket_dir, &req)?
+    };
     if !answer.is_empty() {
         // A reader that stops early (`| head -1`) is not an error.
         let _ = writeln!(std::io::stdout(), "{answer}");

@@ -1,5 +1,6 @@
 //! `scx_sky stats` and `scx_sky --monitor`: read a running scheduler's
-//! statistics from its scx_stats socket.
+//! statistics from its scx_stats socket (`stats` once or while it runs,
+//! `--monitor` also while it is not yet or no longer up).
 
 use crate::counters::{catalog, Counters};
 use anyhow::Result;
@@ -36,6 +37,54 @@ pub fn run(socket: Option<&Path>, format: Format, watch: Option<Duration>) -> Re
     loop {
         std::thread::sleep(every);
         print(out, &render(format, &reader.read("top")?))?;
+    }
+}
+
+/// `--monitor`: the stats line every `every`, as long as it runs. It waits
+/// for a scheduler that is not up yet, and for one that went away to come
+/// back (a restart, a reload), as the scx schedulers' monitors do; it says
+/// so once each time.
+pub fn monitor(socket: Option<&Path>, every: Duration) -> Result<()> {
+    let out = &mut std::io::stdout();
+    let retry = every.clamp(Duration::from_millis(200), Duration::from_secs(1));
+    loop {
+        let mut reader = wait_for_scheduler(socket, retry);
+        // The first top read sets the client's baseline.
+        if let Err(e) = reader.read("top") {
+            log::warn!("--monitor: {e:#}; waiting for scx_sky again");
+            continue;
+        }
+        loop {
+            std::thread::sleep(every);
+            match reader.read("top") {
+                Ok(sample) => print(out, &render(Format::Line, &sample))?,
+                Err(e) => {
+                    log::warn!("--monitor: {e:#}; waiting for scx_sky again");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Connects to the stats socket, trying again every `retry` until it can.
+fn wait_for_scheduler(socket: Option<&Path>, retry: Duration) -> Reader {
+    let mut said = false;
+    loop {
+        match Reader::connect(socket) {
+            Ok(reader) => {
+                if said {
+                    log::info!("--monitor: scx_sky is up");
+                }
+                return reader;
+            }
+            Err(e) if !said => {
+                log::info!("--monitor: waiting for scx_sky ({e:#})");
+                said = true;
+            }
+            Err(_) => {}
+        }
+        std::thread::sleep(retry);
     }
 }
 

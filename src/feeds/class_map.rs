@@ -4,6 +4,7 @@
 //! tasks gone removed.
 
 use crate::bpf::intf;
+use crate::feeds::change_log::ChangeLog;
 use crate::feeds::gang_maps::TaskFacts;
 use crate::feeds::map_room::MapRoom;
 use crate::feeds::task_list::Listing;
@@ -75,6 +76,8 @@ struct PmuClasses {
     /// Which counter slots are counted.
     open: [bool; Counter::COUNT],
     record: Option<Recorder>,
+    /// Measured class changes: each at debug, a summary at info.
+    changes: ChangeLog,
 }
 
 /// `--record-counters`: every period's deltas as a replay stream
@@ -128,6 +131,7 @@ impl ClassFeed {
                 period: HashMap::new(),
                 open: Counter::ALL.map(|c| open.is_open(c)),
                 record: record.map(Recorder::create).transpose()?,
+                changes: ChangeLog::new("class"),
             }),
             None => {
                 if let Some(path) = record {
@@ -421,15 +425,19 @@ impl PmuClasses {
                 let features = counters
                     .features(0)
                     .map_or_else(|| "no instructions".to_string(), |f| f.to_string());
-                info!(
-                    "class: task {tid} ({comm}) measured {} -> {}: {features}",
-                    change.from, change.to
-                );
+                self.changes
+                    .record(format!("{} -> {}", change.from, change.to), || {
+                        format!(
+                            "class: task {tid} ({comm}) measured {} -> {}: {features}",
+                            change.from, change.to
+                        )
+                    });
             }
         }
         for key in gone {
             let _ = counts.delete(&key);
         }
+        self.changes.tick();
     }
 }
 
@@ -553,6 +561,7 @@ pub(crate) mod tests {
             classifier: Classifier::new(Policy::load("sky1").unwrap().classify).unwrap(),
             deltas: Deltas::default(),
             period: HashMap::new(),
+            changes: ChangeLog::new("class"),
             open: [true; Counter::COUNT],
             record: None,
         }

@@ -26,6 +26,7 @@
 //! pass costs more than its budget lists its tasks less often than the
 //! classes' and gangs' period, and its spaces are still watched.
 
+pub mod change_log;
 pub mod class_map;
 pub mod gang_maps;
 pub mod map_room;

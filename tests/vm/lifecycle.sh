@@ -20,8 +20,14 @@ wait "$SKY_PID"
 wait_state disabled
 echo "check state_after_sigkill=$(state)"
 sky-work burn --threads 2 --seconds 1 >/dev/null
+# --monitor started with no scheduler up waits for one, and follows it
+# through a stop and a new start (as the scx schedulers' monitors do).
+scx_sky --monitor 1 >/tmp/monitor.out 2>&1 &
+MONITOR_PID=$!
+sleep 2
 start_sky --stats-interval 0 || exit 1
 echo "check state_reattached=$(state)"
+sleep 3
 stop_sky >/dev/null
 echo "check state_after=$(state)"
 # What the daemon made goes with it.
@@ -34,6 +40,13 @@ wait_reload
 sky-work burn --threads "$(nproc)" --seconds 1 >/dev/null
 echo "check state_after_restart=$(state) cpu3_online=$(cat /sys/devices/system/cpu/cpu3/online)"
 echo "check attaches=$(grep -c 'scx_sky attached' /tmp/sky.log)"
+sleep 3
+echo "check monitor_alive=$(alive "$MONITOR_PID" && echo yes || echo no)"
+kill "$MONITOR_PID"
+echo "check monitor_waits=$(grep -c 'waiting for scx_sky' /tmp/monitor.out)"
+echo "check monitor_lines_first=$(sed -n '1,/again/p' /tmp/monitor.out | grep -c '^policy=')"
+echo "check monitor_lines_again=$(sed -n '/again/,$p' /tmp/monitor.out | grep -c '^policy=')"
+sed 's/^/monitor: /' /tmp/monitor.out | head -4
 stop_sky
 echo "check disable_reasons=$(disable_reasons)"
 report_dmesg 'unregistered from BPF|came online in an unknown cache domain'

@@ -19,7 +19,7 @@
 # about 1, so it never finds the gang memory-bound). Last, CPU hotplug: a
 # CPU that comes back online gets its counters anew.
 . ./lib.sh
-start_sky --stats-interval 1 --pmu software --class 'pm-writer=pm-writer' \
+start_sky --stats-interval 1 --log-level debug --pmu software --class 'pm-writer=pm-writer' \
 	--record-counters /tmp/counters.csv || exit 1
 sky-work pm-write --file /tmp/pm --size-mb 8 --seconds 3 >/tmp/pm.out &
 pm=$!

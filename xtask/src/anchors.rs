@@ -79,8 +79,8 @@ impl Anchor {
             .arg(&root)
             .arg("--target-dir")
             .arg(dir.join("build"))
-            // scx_cargo picks the BPF compiler; the project installs clang-19.
-            .env("BPF_CLANG", "clang-19")
+            // scx_cargo's own default (`clang`) is missing on Debian.
+            .env("BPF_CLANG", crate::paths::bpf_clang())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)

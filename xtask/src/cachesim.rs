@@ -16,9 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
 
-/// The compiler the project installs (scripts/setup.sh), also used for BPF.
-const CC: &str = "clang-19";
 const SOURCES: [&str; 2] = ["cache_model.c", "sky_cachesim.c"];
+
+/// The C compiler: the BPF clang, which every build here has.
+fn cc() -> PathBuf {
+    crate::paths::bpf_clang()
+}
 
 /// Three cache levels, each "SIZE:LINE:ASSOC" or "off", as the plugin
 /// takes them (it checks them again and refuses what it cannot model),
@@ -209,7 +212,7 @@ pub fn build_plugin() -> Result<PathBuf> {
     let out_dir = workspace_root().join("target/cachesim");
     fs::create_dir_all(&out_dir)?;
     let plugin = out_dir.join("libsky_cachesim.so");
-    run(Command::new(CC)
+    run(Command::new(cc())
         .args(["-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror"])
         .args(["-fPIC", "-shared", "-fvisibility=hidden"])
         .arg("-I")
@@ -217,7 +220,7 @@ pub fn build_plugin() -> Result<PathBuf> {
         .args(SOURCES.iter().map(|s| source_dir().join(s)))
         .arg("-o")
         .arg(&plugin))
-    .context("building the sky_cachesim QEMU plugin (clang-19: run scripts/setup.sh)")?;
+    .context("building the sky_cachesim QEMU plugin (run scripts/setup.sh)")?;
     Ok(plugin)
 }
 
@@ -502,7 +505,7 @@ mod tests {
     fn the_cache_model_gives_textbook_miss_rates() {
         let dir = tempfile::tempdir().unwrap();
         let exe = dir.path().join("cache_model_test");
-        run(Command::new(CC)
+        run(Command::new(cc())
             .args(["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror"])
             .arg(source_dir().join("cache_model.c"))
             .arg(source_dir().join("cache_model_test.c"))

@@ -11,6 +11,7 @@ pub mod eval;
 pub mod guest_tools;
 pub mod host_load;
 pub mod initramfs;
+pub mod install;
 pub mod kbuild;
 pub mod kernel;
 pub mod kimage;

@@ -112,6 +112,22 @@ enum Cmd {
     },
     /// Everything CI runs: set-up, format, lint, unit and VM tests.
     Test,
+    /// Build (as you) and install scx_sky: the binaries, the presets,
+    /// libsky_pvas with its header and pkg-config file, completions, man
+    /// pages, the systemd unit and /etc/default/scx_sky (kept if there).
+    /// Where you cannot write, the copy runs under sudo.
+    Install {
+        /// Installation prefix.
+        #[arg(long, default_value = "/usr/local")]
+        prefix: PathBuf,
+        /// Stage the tree under this directory instead of / (a package's
+        /// build root).
+        #[arg(long)]
+        destdir: Option<PathBuf>,
+        /// Copy what is already built; do not run cargo.
+        #[arg(long)]
+        no_build: bool,
+    },
     /// Shared-space transports and the persistent queue, on this machine.
     BenchPvas {
         /// Directory for the space (e.g. a DAX mount for persistent memory).
@@ -313,6 +329,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             }
         }
         Cmd::Test => test(),
+        Cmd::Install {
+            prefix,
+            destdir,
+            no_build,
+        } => install(prefix, destdir, no_build),
         Cmd::BenchPvas {
             pmem_vm: true, vm, ..
         } => {
@@ -379,6 +400,43 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             xtask::bench::run(&args)
         }
     }
+}
+
+/// `cargo xtask install`: builds as the calling user, copies as whoever
+/// may write there (sudo, if not this user).
+fn install(prefix: PathBuf, destdir: Option<PathBuf>, no_build: bool) -> Result<()> {
+    use xtask::install;
+    let layout = install::Layout::new(destdir.clone(), prefix.clone())?;
+    if !no_build {
+        install::build()?;
+    }
+    if !install::writable(&layout) {
+        // cargo is often the user's alone (rustup): build first, then
+        // copy with this same program as root.
+        let mut sudo = Command::new("sudo");
+        sudo.arg("--preserve-env=CARGO_TARGET_DIR")
+            .arg(std::env::current_exe()?)
+            .args(["install", "--no-build", "--prefix"])
+            .arg(&prefix);
+        if let Some(d) = &destdir {
+            sudo.arg("--destdir").arg(d);
+        }
+        eprintln!(
+            "xtask: cannot write under {}; copying with sudo",
+            layout.staged("").display()
+        );
+        return run(&mut sudo);
+    }
+    let written = install::install(&layout)?;
+    for path in &written {
+        println!("{}", path.display());
+    }
+    eprintln!(
+        "xtask: installed {} files under {}",
+        written.len(),
+        layout.staged("").display()
+    );
+    Ok(())
 }
 
 /// Runs a scenario command on this machine, as the VM would.

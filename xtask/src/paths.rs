@@ -24,6 +24,16 @@ pub fn cache_dir() -> Result<PathBuf> {
     Ok(base.join("scx_sky"))
 }
 
+/// The clang for BPF (and any C xtask builds): `$BPF_CLANG`, which
+/// .cargo/config.toml sets to scripts/bpf-clang unless it was set, else
+/// that script (xtask run outside cargo).
+pub fn bpf_clang() -> PathBuf {
+    std::env::var_os("BPF_CLANG")
+        .filter(|c| !c.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("scripts/bpf-clang"))
+}
+
 /// The release binaries the VM needs, in cargo's target directory.
 pub fn release_bin(name: &str) -> Result<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -67,4 +77,61 @@ pub fn output(cmd: &mut Command) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// scripts/bpf-clang with PATH holding only fake clangs (each says its
+    /// version, or its own name and arguments) and the tools it uses.
+    fn bpf_clang_among(clangs: &[(&str, &str)]) -> std::process::Output {
+        let dir = tempfile::tempdir().unwrap();
+        for tool in ["seq", "sed", "head"] {
+            let real = ["/usr/bin", "/bin"]
+                .iter()
+                .map(|d| Path::new(d).join(tool))
+                .find(|p| p.exists())
+                .unwrap();
+            std::os::unix::fs::symlink(real, dir.path().join(tool)).unwrap();
+        }
+        for (name, version) in clangs {
+            let path = dir.path().join(name);
+            std::fs::write(
+                &path,
+                format!(
+                    "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Some clang version {version} (x)'; \
+                     else echo \"{name} $*\"; fi\n"
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Command::new(workspace_root().join("scripts/bpf-clang"))
+            .args(["-target", "bpf"])
+            .env("PATH", dir.path())
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn bpf_clang_runs_the_first_clang_new_enough() {
+        let said = |o: std::process::Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
+        // Plain clang too old (an old default): the newest versioned one.
+        let out = bpf_clang_among(&[
+            ("clang", "15.0.7"),
+            ("clang-18", "18.1.8"),
+            ("clang-19", "19.1.7"),
+        ]);
+        assert_eq!(said(out), "clang-19 -target bpf");
+        // A plain clang new enough comes first (Arch, Fedora).
+        let out = bpf_clang_among(&[("clang", "20.1.0"), ("clang-19", "19.1.7")]);
+        assert_eq!(said(out), "clang -target bpf");
+        // None new enough: a clear refusal, not an old compiler.
+        let out = bpf_clang_among(&[("clang", "17.0.6"), ("clang-17", "17.0.6")]);
+        assert_eq!(out.status.code(), Some(127));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no clang >= 18"), "{err}");
+    }
 }

@@ -8,6 +8,7 @@
 
 use crate::bpf::intf;
 use crate::bpf::skel::types::bss;
+use crate::feeds::change_log::ChangeLog;
 use crate::feeds::map_room::MapRoom;
 use crate::feeds::task_list::Listing;
 use crate::map_values;
@@ -174,6 +175,8 @@ pub struct GangFeed {
     /// Nothing to gang at the last refresh (`QUIET_PERIOD`).
     quiet: bool,
     view: GangsView,
+    /// Gangs placed or moved: each at debug, a summary at info.
+    changes: ChangeLog,
 }
 
 /// The processes the spaces name as members.
@@ -244,6 +247,7 @@ impl GangFeed {
             classes_possible: true,
             quiet: false,
             view: GangsView::default(),
+            changes: ChangeLog::new("gang"),
         })
     }
 
@@ -357,7 +361,8 @@ impl GangFeed {
         let in_bpf = read_homes(maps.homes);
         self.adopt_homes(&table, &judged, &by_tid, &in_bpf, now);
         let plan = self.planner.plan(&gangs, now);
-        log_changes(&table, &plan);
+        log_changes(&table, &plan, &mut self.changes);
+        self.changes.tick();
         self.write_homes(maps.homes, &table, &plan, &in_bpf);
         self.write_proc_gangs(maps.proc_gang, &table, dropped);
         if let Some(bss) = maps.bss {
@@ -625,25 +630,25 @@ impl GangFeed {
 }
 
 /// One line per gang placed or moved by this plan (kept homes are quiet).
-fn log_changes(table: &GangTable, plan: &Plan) {
+fn log_changes(table: &GangTable, plan: &Plan, changes: &mut ChangeLog) {
     for (key, e) in &table.gangs {
-        let changed = matches!(
-            plan.reasons.get(&e.id),
-            Some(
-                Reason::New(_)
-                    | Reason::Moved { .. }
-                    | Reason::Rehomed { .. }
-                    | Reason::Confirmed { .. }
-            )
-        );
-        if let (true, Some(why)) = (changed, plan.explain(e.id)) {
-            info!(
-                "gang {} ({}, {} processes, {} threads): {why}",
-                e.id.0,
-                describe(key),
-                e.processes.len(),
-                e.tids.len()
-            );
+        let kind = match plan.reasons.get(&e.id) {
+            Some(Reason::New(_)) => "placed",
+            Some(Reason::Moved { .. }) => "moved",
+            Some(Reason::Rehomed { .. }) => "rehomed (domain gone)",
+            Some(Reason::Confirmed { .. }) => "confirmed",
+            _ => continue,
+        };
+        if let Some(why) = plan.explain(e.id) {
+            changes.record(kind.to_string(), || {
+                format!(
+                    "gang {} ({}, {} processes, {} threads): {why}",
+                    e.id.0,
+                    describe(key),
+                    e.processes.len(),
+                    e.tids.len()
+                )
+            });
         }
     }
 }

@@ -17,6 +17,18 @@ pub const MAX_POLICY_FILE_BYTES: u64 = 64 << 10;
 /// The text of the policy file at `path`: a regular file of at most
 /// [`MAX_POLICY_FILE_BYTES`] of UTF-8. Errors name the path and the reason.
 pub fn read_policy_file(path: &Path) -> Result<String> {
+    read(path, false)
+}
+
+/// The same, for a file found by name in a policy directory
+/// (`lookup.rs`): no one but root (or this process's user) may be able to
+/// change it, or whoever can would steer a root daemon by a name someone
+/// else typed. Checked on the opened file, not the path.
+pub(crate) fn read_owned_policy_file(path: &Path) -> Result<String> {
+    read(path, true)
+}
+
+fn read(path: &Path, owned_only: bool) -> Result<String> {
     let shown = path.display();
     // O_NONBLOCK: a FIFO's open (and read) would wait for a writer, a
     // serial line's open for carrier; regular files ignore it. O_NOCTTY: a
@@ -46,6 +58,9 @@ pub fn read_policy_file(path: &Path) -> Result<String> {
     if let Some(kind) = not_regular(&meta) {
         bail!("policy file {shown} is {kind}, not a regular file");
     }
+    if owned_only {
+        only_owner_writes(&meta, &format!("policy file {shown}"))?;
+    }
     if meta.len() > MAX_POLICY_FILE_BYTES {
         bail!(
             "policy file {shown} is {} bytes, more than the cap of {MAX_POLICY_FILE_BYTES} \
@@ -72,6 +87,34 @@ pub fn read_policy_file(path: &Path) -> Result<String> {
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+/// Fails unless `meta` is owned by root or this process's user and no one
+/// else may write it (no group or other write bit).
+pub(crate) fn only_owner_writes(meta: &Metadata, what: &str) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let mode = meta.mode() & 0o7777;
+    if meta.uid() != 0 && meta.uid() != euid {
+        bail!(
+            "{what} belongs to uid {}, not root: policies found by name are taken only \
+             from files root alone can change",
+            meta.uid()
+        );
+    }
+    if mode & 0o022 != 0 {
+        bail!(
+            "{what} may be written by {} (mode {mode:04o}): policies found by name are \
+             taken only from files root alone can change (chmod go-w)",
+            if mode & 0o002 != 0 {
+                "anyone"
+            } else {
+                "its group"
+            }
+        );
+    }
+    Ok(())
 }
 
 /// What a file that is not a regular file is, for an error message.

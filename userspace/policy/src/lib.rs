@@ -1,7 +1,8 @@
 //! Scheduling policies as data. A policy is a TOML file setting the knobs
 //! the BPF side reads (declared once in knobs.rs; `struct sky_config` in
-//! bpf/intf.h); the presets in `scheds/` are compiled in, and any file can
-//! be loaded by path.
+//! bpf/intf.h); the presets in `scheds/` are compiled in, a name is looked
+//! up in the policy directories first (lookup.rs), and any file can be
+//! loaded by path.
 //! Loading validates everything, including the promise the knobs together
 //! make: that no task waits much past `starve_ms`.
 
@@ -14,6 +15,7 @@ use std::path::Path;
 
 mod file;
 mod knobs;
+pub mod lookup;
 pub use file::{read_policy_file, MAX_POLICY_FILE_BYTES};
 use knobs::PolicyFile;
 pub use knobs::{knob_table, knobs_doc, to_bpf, KnobValue, Knobs, Overrides};
@@ -124,19 +126,22 @@ impl Policy {
         Ok(policy)
     }
 
-    /// A preset by name, or a policy file by path ([`names_a_file`]).
+    /// A policy file by path ([`names_a_file`]), or a name looked up in
+    /// the policy directories, then among the presets ([`lookup`]).
     pub fn load(name_or_path: &str) -> Result<Self> {
+        Self::load_from(name_or_path, &lookup::policy_dirs())
+    }
+
+    /// [`Policy::load`] with these policy directories.
+    pub fn load_from(name_or_path: &str, dirs: &[std::path::PathBuf]) -> Result<Self> {
         if names_a_file(name_or_path) {
             let path = Path::new(name_or_path);
             let text = read_policy_file(path)?;
             return Self::parse(&text, &path.display().to_string());
         }
-        match PRESETS.iter().find(|(name, _)| *name == name_or_path) {
-            Some((name, text)) => Self::parse(text, &format!("preset {name}")),
-            None => bail!(
-                "unknown policy {name_or_path:?}; presets: {}",
-                preset_names().join(", ")
-            ),
+        match lookup::find(name_or_path, dirs) {
+            Some(origin) => lookup::load(&origin, name_or_path),
+            None => bail!("{}", unknown(name_or_path, dirs)),
         }
     }
 
@@ -267,11 +272,17 @@ pub fn names_a_file(name_or_path: &str) -> bool {
     name_or_path.contains('/') || name_or_path.ends_with(".toml")
 }
 
-impl Policy {
-    /// `NAME  description`: one line of a policy list.
-    pub fn listing(&self) -> String {
-        format!("{:<12} {}", self.name, self.description)
-    }
+/// "unknown policy NAME; known: ..." for a name nothing answers to.
+pub fn unknown(name: &str, dirs: &[std::path::PathBuf]) -> String {
+    let known: Vec<String> = lookup::names(dirs).into_iter().map(|(n, _)| n).collect();
+    format!(
+        "unknown policy {name:?}: no {name}.toml in {} and no preset of that name; known: {}",
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        known.join(", ")
+    )
 }
 
 pub fn preset_names() -> Vec<&'static str> {
