@@ -287,6 +287,10 @@ pub struct RunOpts {
           value_parser = clap::value_parser!(u32).range(4..=1 << 22))]
     pub max_ganged: u32,
 
+    /// libbpf's open options, as the other scx schedulers take them.
+    #[command(flatten)]
+    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
+
     /// Size of the debug dump printed if the scheduler is ejected (0: default).
     #[arg(long, default_value_t = 0)]
     pub exit_dump_len: u32,

@@ -78,14 +78,11 @@ impl<'a> Scheduler<'a> {
         // of going unnoticed.
         let mut builder = BpfSkelBuilder::default();
         builder.obj_builder.debug(opts.verbose);
-        let kconfig = kconfig_fallback();
-        let open_opts = kconfig
-            .as_ref()
-            .map(|k| libbpf_rs::libbpf_sys::bpf_object_open_opts {
-                sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_object_open_opts>() as _,
-                kconfig: k.as_ptr(),
-                ..Default::default()
-            });
+        let kconfig = match &opts.libbpf.kconfig {
+            Some(_) => None,
+            None => kconfig_fallback(),
+        };
+        let open_opts = libbpf_open_opts(&opts.libbpf, kconfig.as_ref())?;
         let mut skel = scx_ops_open!(builder, open_object, sky_ops, open_opts)?;
         skel.struct_ops.sky_ops_mut().exit_dump_len = opts.exit_dump_len;
         size_task_maps(&mut skel, opts)?;
@@ -538,6 +535,31 @@ fn running_scheduler(sysfs_dir: &std::path::Path) -> Option<String> {
     Some(ops.unwrap_or_else(|| "(ops name unreadable)".into()))
 }
 
+/// libbpf's open options: the scx schedulers' own (`scx_utils::libbpf_clap_opts::LibbpfOpts`:
+/// --pin-root-path, --kconfig, --btf-custom-path, --bpf-token-path,
+/// --relaxed-maps), with `fallback` as the kernel config where none was
+/// given. A --kconfig file that cannot be read is an error naming it
+/// (LibbpfOpts would otherwise drop every option without a word).
+fn libbpf_open_opts(
+    given: &scx_utils::libbpf_clap_opts::LibbpfOpts,
+    fallback: Option<&std::ffi::CString>,
+) -> Result<Option<libbpf_rs::libbpf_sys::bpf_object_open_opts>> {
+    if let Some(path) = &given.kconfig {
+        std::fs::read_to_string(path).with_context(|| format!("--kconfig {path}"))?;
+    }
+    let mut open_opts = given.clone().into_bpf_open_opts();
+    if let Some(k) = fallback {
+        let o = open_opts.get_or_insert_with(|| libbpf_rs::libbpf_sys::bpf_object_open_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_object_open_opts>() as _,
+            ..Default::default()
+        });
+        if o.kconfig.is_null() {
+            o.kconfig = k.as_ptr();
+        }
+    }
+    Ok(open_opts)
+}
+
 /// libbpf fills the kernel config values BPF reads (`CONFIG_PREEMPT_RCU`,
 /// for telling a task with migration disabled from the BPF prologue's own
 /// migrate_disable()) from /boot/config-<release> or /proc/config.gz, and
@@ -581,6 +603,53 @@ fn check_topology_fits(topo: &Topology) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scx_utils::libbpf_clap_opts::LibbpfOpts;
+    use std::ffi::{CStr, CString};
+
+    #[test]
+    fn libbpf_options_are_the_scx_ones_with_our_kconfig_fallback() {
+        let fallback = CString::new("CONFIG_PREEMPT_RCU=y\n").unwrap();
+        assert!(libbpf_open_opts(&LibbpfOpts::default(), None)
+            .unwrap()
+            .is_none());
+        let o = libbpf_open_opts(&LibbpfOpts::default(), Some(&fallback))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.kconfig, fallback.as_ptr());
+        // Given options and the fallback together.
+        let given = LibbpfOpts {
+            pin_root_path: Some("/sys/fs/bpf/sky".into()),
+            ..Default::default()
+        };
+        let o = libbpf_open_opts(&given, Some(&fallback)).unwrap().unwrap();
+        // SAFETY: LibbpfOpts leaves a NUL-terminated string there.
+        assert_eq!(
+            unsafe { CStr::from_ptr(o.pin_root_path) }.to_str(),
+            Ok("/sys/fs/bpf/sky")
+        );
+        assert_eq!(o.kconfig, fallback.as_ptr());
+        // A --kconfig file is read and wins over the fallback...
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config");
+        std::fs::write(&file, "CONFIG_PREEMPT_RCU=n\n").unwrap();
+        let given = LibbpfOpts {
+            kconfig: Some(file.display().to_string()),
+            ..Default::default()
+        };
+        let o = libbpf_open_opts(&given, Some(&fallback)).unwrap().unwrap();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { CStr::from_ptr(o.kconfig) }.to_str(),
+            Ok("CONFIG_PREEMPT_RCU=n\n")
+        );
+        // ...and one that cannot be read is named, not dropped.
+        let given = LibbpfOpts {
+            kconfig: Some("/nonexistent/config".into()),
+            ..Default::default()
+        };
+        let e = format!("{:#}", libbpf_open_opts(&given, None).unwrap_err());
+        assert!(e.contains("--kconfig /nonexistent/config"), "{e}");
+    }
 
     #[test]
     fn the_overload_bound_stays_inside_the_watchdog() {
