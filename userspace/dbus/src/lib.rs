@@ -61,12 +61,12 @@ impl Bus {
     }
 }
 
-struct Policy {
+struct PolicyService {
     handler: Handler,
 }
 
 #[zbus::interface(name = "org.scx.Sky.Policy")]
-impl Policy {
+impl PolicyService {
     /// The running policy, its generation and every knob.
     fn get(&self) -> fdo::Result<String> {
         (self.handler)(Request::Get).map_err(fdo::Error::Failed)
@@ -183,7 +183,7 @@ pub fn serve(bus: &Bus, handler: Handler) -> Result<Served> {
     let connection = bus
         .builder()
         .and_then(|b| b.name(BUS_NAME))
-        .and_then(|b| b.serve_at(OBJECT_PATH, Policy { handler }))
+        .and_then(|b| b.serve_at(OBJECT_PATH, PolicyService { handler }))
         .and_then(|b| b.build())
         .with_context(|| format!("serving {BUS_NAME} on the {bus:?} bus"))?;
     Ok(Served {
