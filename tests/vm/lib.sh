@@ -539,8 +539,23 @@ node_perf() {
 		return "$rc"
 	fi
 	node_sync "$name" || return 1
-	timeout 120 "$name" -R -d rxe0 -p "$port" "$@" "$PEER" >/tmp/"$name".client 2>&1
-	rc=$?
+	tries=0
+	while :; do
+		timeout 120 "$name" -R -d rxe0 -p "$port" "$@" "$PEER" >/tmp/"$name".client 2>&1
+		rc=$?
+		tries=$((tries + 1))
+		# A connect the server's side rejected (RDMA_CM_EVENT_REJECTED,
+		# reason 8: no listener matched) although rdma showed it
+		# listening: seen once in about ten two-node runs, after which
+		# perftest crashed. The server still waits: connect again, once.
+		if [ "$rc" = 0 ] || [ "$tries" -ge 2 ] ||
+			! grep -q RDMA_CM_EVENT_REJECTED /tmp/"$name".client; then
+			break
+		fi
+		echo "check ${name}_connect_again=1"
+		cat /tmp/"$name".client
+		sleep 1
+	done
 	echo "check ${name}_exit=$rc"
 	cat /tmp/"$name".client
 	return "$rc"
