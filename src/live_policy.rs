@@ -48,14 +48,17 @@ impl Wanted {
         static FINDER: std::sync::OnceLock<lookup::Finder> = std::sync::OnceLock::new();
         let finder = FINDER
             .get_or_init(|| lookup::Finder::new(lookup::policy_dirs(), lookup::UNSHADOWED_FOR));
-        let found_in_a_dir = || matches!(finder.find(name_or_path), Some(lookup::Origin::File(_)));
-        Ok(
-            if sky_policy::names_a_file(name_or_path) || found_in_a_dir() {
-                Wanted::File(Box::new(Policy::load(name_or_path)?))
-            } else {
-                Wanted::Preset(name_or_path.to_owned())
-            },
-        )
+        if sky_policy::names_a_file(name_or_path) {
+            return Ok(Wanted::File(Box::new(Policy::load(name_or_path)?)));
+        }
+        // A file found by name is read from where it was found, not
+        // looked up a second time.
+        Ok(match finder.find(name_or_path) {
+            Some(origin @ lookup::Origin::File(_)) => {
+                Wanted::File(Box::new(lookup::load(&origin, name_or_path)?))
+            }
+            _ => Wanted::Preset(name_or_path.to_owned()),
+        })
     }
 }
 
