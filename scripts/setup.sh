@@ -7,8 +7,11 @@
 #   - libelf/zlib/zstd headers for libbpf-sys, pkg-config
 #   - qemu-system-x86 and a static busybox for the VM test bed
 #   - DejaVu fonts for the evaluation's plots
-#   - systemd, for `systemd-analyze verify` of the service unit the install
-#     writes (tests/install.rs); nothing is started
+#   - systemd, dbus and polkitd: `systemd-analyze verify` of the service
+#     unit the install writes (tests/install.rs), a private bus for the
+#     D-Bus service's tests, and the guest that boots this machine's
+#     systemd with the system bus and polkitd (tests/service.rs); nothing
+#     is started on this machine
 #   - cmake, to build rdma-mummy-sys (sky-rdma's binding: rdma-core's
 #     headers and a shim that loads libibverbs at run time)
 #   - iproute2 (`ip`, `rdma`) for the VM's soft-RoCE test bed; its rdma-core
@@ -95,7 +98,7 @@ apt_update_once() {
 }
 
 PACKAGES=(clang-19 clang-format-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
-	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core iproute2 cmake systemd)
+	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core iproute2 cmake systemd dbus polkitd)
 
 missing_packages() {
 	local p

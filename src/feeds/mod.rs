@@ -211,6 +211,9 @@ impl Feeds {
         if !registry.is_watched() {
             warn!("inotify unavailable: the shared-space registry is listed on every pass");
         }
+        if let Some(why) = sky_pvas_format::mounts::openat2_refused() {
+            warn!("{why}");
+        }
         let view = Arc::new(Mutex::new(Arc::new(FeedsView {
             classes: classes.view(),
             gangs: gangs.view().clone(),

@@ -20,6 +20,12 @@ for ko in /lib/modules/sky/*.ko; do
 	[ -e "$ko" ] && insmod "$ko"
 done
 echo "sky-vm: up, $(nproc) CPUs, kernel $(uname -r)"
+# A guest with systemd (xtask/src/systemd_guest.rs): it runs the scenario
+# as a service of its default target and powers off after it.
+if [ -e /etc/systemd/system/sky-vm.target ]; then
+	echo "sky-vm: starting systemd"
+	exec /lib/systemd/systemd
+fi
 cd /scenarios
 sh /run.sh
 rc=$?

@@ -24,4 +24,5 @@ pub mod paths;
 pub mod pvas;
 pub mod rdma_bench;
 pub mod report;
+pub mod systemd_guest;
 pub mod vm;

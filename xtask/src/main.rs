@@ -79,6 +79,11 @@ enum Cmd {
         /// rdma_pair).
         #[arg(long, conflicts_with = "native")]
         rdma: bool,
+        /// Boot Debian's systemd as PID 1, with the system bus, polkitd,
+        /// the journal and scx_sky installed under /usr; the command runs
+        /// as a service (xtask/src/systemd_guest.rs).
+        #[arg(long, conflicts_with = "native")]
+        systemd: bool,
         /// Boot this many guests (2) on one virtual link, each with its
         /// own qemu, NVDIMM (--pmem-mb) and NIC (eth0, 10.77.0.N with
         /// lib.sh rdma_node); each runs the command with SKY_NODE=N. Two
@@ -276,6 +281,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             native,
             pmem_mb,
             rdma,
+            systemd,
             nodes,
             cache_model,
             icount,
@@ -294,6 +300,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
                 let cfg = VmConfig {
                     pmem_mb,
                     rdma,
+                    systemd,
                     cache_model,
                     icount_shift: icount,
                     ..vm.config()
@@ -548,6 +555,8 @@ fn test() -> Result<()> {
         "verifier",
         "--test",
         "rdma",
+        "--test",
+        "service",
         "--",
         "--ignored",
         "--test-threads=1",

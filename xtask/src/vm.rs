@@ -106,6 +106,10 @@ pub struct VmConfig {
     /// each) instead of the host's clock, so a slower (instrumented) guest
     /// still sees the same work per time slice.
     pub icount_shift: Option<u32>,
+    /// Boot Debian's systemd as PID 1 with the bus, polkit and the
+    /// journal, scx_sky installed under /usr, and the scenario as a
+    /// service (systemd_guest.rs).
+    pub systemd: bool,
 }
 
 impl Default for VmConfig {
@@ -122,6 +126,7 @@ impl Default for VmConfig {
             extra_binaries: Vec::new(),
             cache_model: None,
             icount_shift: None,
+            systemd: false,
         }
     }
 }
@@ -344,6 +349,14 @@ pub(crate) fn prepare(cfg: &VmConfig, command: &str, more_modules: &[&str]) -> R
     }
     let dir = workspace_root().join("target/vm");
     std::fs::create_dir_all(&dir)?;
+    let systemd_tree = match cfg.systemd {
+        true => {
+            placed.extend(crate::systemd_guest::programs());
+            Some(crate::systemd_guest::tree(&dir)?)
+        }
+        false => None,
+    };
+    trees.extend(systemd_tree.clone());
     let plugin = match &cfg.cache_model {
         Some(_) => Some(crate::cachesim::build_plugin()?),
         None => None,
@@ -361,6 +374,9 @@ pub(crate) fn prepare(cfg: &VmConfig, command: &str, more_modules: &[&str]) -> R
         },
         &initrd,
     )?;
+    if let Some(tree) = systemd_tree {
+        let _ = std::fs::remove_dir_all(tree);
+    }
     Ok(Prepared {
         kernel,
         initrd,

@@ -220,6 +220,23 @@ pub fn open_dir_on_mount(mounts: &[Mount], dir: &Path) -> io::Result<OwnedFd> {
     )
 }
 
+/// Why spaces cannot be opened here, if openat2 is refused outright: a
+/// seccomp filter answers ENOSYS for it (systemd's `RestrictSUIDSGID=yes`
+/// does, since it cannot inspect openat2's flags); every kernel scx_sky
+/// runs on has it. Without it no space is opened, so the daemon says so
+/// once instead of ignoring every space in silence.
+pub fn openat2_refused() -> Option<String> {
+    let flags = (libc::O_PATH | libc::O_CLOEXEC) as u64;
+    match openat2(libc::AT_FDCWD, b"/", flags, libc::RESOLVE_NO_SYMLINKS) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Some(format!(
+            "openat2 is refused ({e}; a seccomp filter such as systemd's RestrictSUIDSGID=yes \
+             does this): shared spaces cannot be opened without following a user's symlinks, \
+             so their members are not treated as gangs"
+        )),
+        _ => None,
+    }
+}
+
 fn openat2(dir: RawFd, path: &[u8], flags: u64, resolve: u64) -> io::Result<OwnedFd> {
     let path = CString::new(path).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     // SAFETY: open_how is plain data; zeroed is a valid value.
@@ -247,6 +264,11 @@ fn openat2(dir: RawFd, path: &[u8], flags: u64, resolve: u64) -> io::Result<Owne
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn openat2_is_usable_where_the_tests_run() {
+        assert_eq!(openat2_refused(), None);
+    }
 
     const MOUNTINFO: &str = "\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
