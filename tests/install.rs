@@ -7,6 +7,7 @@
 //! action's id; a C program built against the installed header, library
 //! and pkg-config file.
 
+use sky_dbus::test_bus::{am_root, PrivateBus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use xtask::install::{self, Layout};
@@ -24,6 +25,18 @@ fn ok(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     text
+}
+
+/// The bash completion, under the prefix.
+const BASH: &str = "share/bash-completion/completions/scx_sky";
+
+/// The staged file `rel` (under the prefix) holds each of `needles`.
+fn staged_holds(layout: &Layout, rel: &str, needles: &[&str]) {
+    let text = std::fs::read_to_string(layout.staged(rel))
+        .unwrap_or_else(|e| panic!("{rel} was not staged: {e}"));
+    for needle in needles {
+        assert!(text.contains(needle), "{rel} lacks {needle:?}:\n{text}");
+    }
 }
 
 fn staged(stage: &Path) -> (Layout, PathBuf) {
@@ -96,35 +109,32 @@ fn the_installed_tree_runs_and_its_files_check() {
 
     // Completions: each script parses in its shell (where installed), and
     // names the subcommands.
-    let bash = layout.staged("share/bash-completion/completions/scx_sky");
-    ok(Command::new("bash").arg("-n").arg(&bash));
-    let text = std::fs::read_to_string(&bash).unwrap();
-    assert!(
-        text.contains("complete -F _scx_sky") && text.contains("policies"),
-        "{text}"
+    ok(Command::new("bash").arg("-n").arg(layout.staged(BASH)));
+    staged_holds(&layout, BASH, &["complete -F _scx_sky", "policies"]);
+    staged_holds(
+        &layout,
+        "share/zsh/site-functions/_scx_sky",
+        &["#compdef scx_sky"],
     );
-    let zsh = std::fs::read_to_string(layout.staged("share/zsh/site-functions/_scx_sky")).unwrap();
-    assert!(zsh.starts_with("#compdef scx_sky"), "{zsh}");
-    let fish =
-        std::fs::read_to_string(layout.staged("share/fish/vendor_completions.d/scx_sky.fish"))
-            .unwrap();
-    assert!(fish.contains("complete -c scx_sky"), "{fish}");
+    staged_holds(
+        &layout,
+        "share/fish/vendor_completions.d/scx_sky.fish",
+        &["complete -c scx_sky"],
+    );
 
     // Man pages: roff with the name and section.
-    let man = std::fs::read_to_string(layout.staged("share/man/man8/scx_sky.8")).unwrap();
-    assert!(man.contains(".TH scx_sky 8"), "{man}");
-    assert!(
-        man.contains("completions") && man.contains("\\-\\-help\\-stats"),
-        "{man}"
+    staged_holds(
+        &layout,
+        "share/man/man8/scx_sky.8",
+        &[".TH scx_sky 8", "completions", "\\-\\-help\\-stats"],
     );
 
     // The unit, as installed and checked by systemd with the staged
     // binary in ExecStart (verify wants the program to exist).
-    let unit =
-        std::fs::read_to_string(layout.staged("lib/systemd/system/scx_sky.service")).unwrap();
-    assert!(
-        unit.contains("ExecStart=/usr/bin/scx_sky $SCX_SKY_FLAGS"),
-        "{unit}"
+    staged_holds(
+        &layout,
+        "lib/systemd/system/scx_sky.service",
+        &["ExecStart=/usr/bin/scx_sky $SCX_SKY_FLAGS"],
     );
     let check_dir = tempfile::tempdir().unwrap();
     let checked = check_dir.path().join("scx_sky.service");
@@ -146,12 +156,10 @@ fn the_installed_tree_runs_and_its_files_check() {
     );
 
     // The polkit action is the one the service asks about.
-    let action =
-        std::fs::read_to_string(layout.staged("share/polkit-1/actions/org.scx.sky.policy"))
-            .unwrap();
-    assert!(
-        action.contains(&format!("<action id=\"{}\">", sky_dbus::ACTION_SET)),
-        "{action}"
+    staged_holds(
+        &layout,
+        "share/polkit-1/actions/org.scx.sky.policy",
+        &[&format!("<action id=\"{}\">", sky_dbus::ACTION_SET)],
     );
     bus_policy_holds(&layout.staged("share/dbus-1/system.d"));
 
@@ -213,20 +221,11 @@ fn an_existing_options_file_is_kept() {
 /// allows): root may own org.scx.Sky and anyone may call it; a user who is
 /// not root may not own it.
 fn bus_policy_holds(system_d: &Path) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let socket = dir.path().join("bus");
-    let conf = dir.path().join("bus.conf");
     // system.conf's defaults: deny owning and calling, allow replies.
-    std::fs::write(
-        &conf,
-        format!(
-            "<busconfig>\n<type>system</type>\n<listen>unix:path={}</listen>\n\
-             <auth>EXTERNAL</auth>\n<policy context=\"default\">\n<allow user=\"*\"/>\n\
+    let bus = PrivateBus::start(
+        "system",
+        &format!(
+            "<policy context=\"default\">\n<allow user=\"*\"/>\n\
              <deny own=\"*\"/>\n<deny send_type=\"method_call\"/>\n\
              <allow send_type=\"signal\"/>\n\
              <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n\
@@ -234,67 +233,26 @@ fn bus_policy_holds(system_d: &Path) {
              <allow receive_type=\"method_call\"/>\n<allow receive_type=\"method_return\"/>\n\
              <allow receive_type=\"error\"/>\n<allow receive_type=\"signal\"/>\n\
              <allow send_destination=\"org.freedesktop.DBus\"/>\n</policy>\n\
-             <includedir>{}</includedir>\n</busconfig>\n",
-            socket.display(),
+             <includedir>{}</includedir>",
             system_d.display()
         ),
-    )
-    .unwrap();
-    let mut daemon = Command::new("dbus-daemon")
-        .arg(format!("--config-file={}", conf.display()))
-        .args(["--nofork", "--nopidfile"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while !socket.exists() {
-        if let Ok(Some(status)) = daemon.try_wait() {
-            let mut err = String::new();
-            std::io::Read::read_to_string(daemon.stderr.as_mut().unwrap(), &mut err).unwrap();
-            panic!("dbus-daemon refused the installed policy ({status}): {err}");
-        }
-        assert!(
-            started.elapsed().as_secs() < 10,
-            "dbus-daemon made no socket"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let bus = sky_dbus::Bus::Address(format!("unix:path={}", socket.display()));
+    );
     let handler: sky_dbus::Handler = std::sync::Arc::new(|_| Ok("policy=sky1 generation=1".into()));
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let served = sky_dbus::serve(&bus, handler);
-    if root {
+    let served = sky_dbus::serve(&bus.bus(), handler);
+    if am_root() {
         let _served = served.expect("root may own org.scx.Sky");
         // Anyone may call it: nobody reads the policy.
-        let out = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "dbus-send",
-            ])
-            .arg(format!("--bus=unix:path={}", socket.display()))
-            .args([
-                "--print-reply",
-                "--dest=org.scx.Sky",
-                "/org/scx/Sky",
-                "org.scx.Sky.Policy.Get",
-            ])
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            said.contains("policy=sky1 generation=1"),
-            "{said}{}",
-            String::from_utf8_lossy(&out.stderr)
+        let said = bus.call_unprivileged(
+            sky_dbus::BUS_NAME,
+            sky_dbus::OBJECT_PATH,
+            &format!("{}.Get", sky_dbus::INTERFACE),
+            &[],
         );
+        assert_eq!(said.as_deref(), Ok("policy=sky1 generation=1"), "{said:?}");
     } else {
         let e = served
             .err()
             .expect("a user who is not root owned org.scx.Sky");
         assert!(format!("{e:#}").contains("org.scx.Sky"), "{e:#}");
     }
-    let _ = daemon.kill();
-    let _ = daemon.wait();
 }

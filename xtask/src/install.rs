@@ -22,14 +22,16 @@ const COMPLETIONS: [(&str, &str); 3] = [
     ("fish", "share/fish/vendor_completions.d/scx_sky.fish"),
 ];
 
+/// Where the options file and a non-/usr install's bus policy go, whatever
+/// the prefix.
+pub const SYSCONFDIR: &str = "/etc";
+
 #[derive(Debug, Clone)]
 pub struct Layout {
     /// The staging root; `/` installs for real.
     pub destdir: PathBuf,
     /// Where the installed files will live, e.g. /usr/local or /usr.
     pub prefix: PathBuf,
-    /// Where the options file goes (not under the prefix: /etc).
-    pub sysconfdir: PathBuf,
 }
 
 impl Layout {
@@ -40,7 +42,6 @@ impl Layout {
         Ok(Layout {
             destdir: destdir.unwrap_or_else(|| PathBuf::from("/")),
             prefix,
-            sysconfdir: PathBuf::from("/etc"),
         })
     }
 
@@ -71,7 +72,7 @@ impl Layout {
         if self.prefix == Path::new("/usr") {
             PathBuf::from("/usr/share/dbus-1/system.d")
         } else {
-            self.sysconfdir.join("dbus-1/system.d")
+            Path::new(SYSCONFDIR).join("dbus-1/system.d")
         }
     }
 }
@@ -157,7 +158,7 @@ pub fn install(layout: &Layout) -> Result<Vec<PathBuf>> {
     let license = read(&root.join("LICENSE"))?;
     put(&under_prefix("share/doc/scx_sky/LICENSE"), &license, 0o644)?;
     // The administrator's file: never replaced once there.
-    let options = layout.sysconfdir.join("default/scx_sky");
+    let options = Path::new(SYSCONFDIR).join("default/scx_sky");
     if !layout.under_destdir(&options).exists() {
         put(&options, &read(&root.join("dist/scx_sky.default"))?, 0o644)?;
     }
@@ -252,7 +253,7 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
 pub fn writable(layout: &Layout) -> bool {
     [
         layout.staged("bin"),
-        layout.under_destdir(&layout.sysconfdir),
+        layout.under_destdir(Path::new(SYSCONFDIR)),
     ]
     .iter()
     .all(|target| {

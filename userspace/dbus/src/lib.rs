@@ -248,3 +248,6 @@ impl Client {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(any(test, feature = "test-bus"))]
+pub mod test_bus;

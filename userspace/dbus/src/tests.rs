@@ -6,107 +6,29 @@
 //! root's way.
 
 use super::*;
-use std::process::{Child, Command, Stdio};
+use crate::test_bus::{am_root, PrivateBus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use zbus::zvariant::OwnedValue;
 
-/// A dbus-daemon of our own on a socket in a temporary directory, with a
-/// policy that lets this user own and call any name.
-struct PrivateBus {
-    child: Child,
-    address: String,
-    _dir: tempfile::TempDir,
+/// A bus that lets this user own and call any name.
+const OPEN_POLICY: &str = "<policy context=\"default\">\n<allow user=\"*\"/>\n\
+    <allow own=\"*\"/>\n<allow send_destination=\"*\" eavesdrop=\"true\"/>\n\
+    <allow eavesdrop=\"true\"/>\n</policy>";
+
+fn open_bus() -> PrivateBus {
+    PrivateBus::start("custom", OPEN_POLICY)
 }
 
-impl PrivateBus {
-    fn start() -> PrivateBus {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("bus");
-        let conf = dir.path().join("bus.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n \
-                 \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n\
-                 <busconfig>\n  <type>custom</type>\n  <listen>unix:path={}</listen>\n  \
-                 <auth>EXTERNAL</auth>\n  <policy context=\"default\">\n    \
-                 <allow user=\"*\"/>\n    <allow own=\"*\"/>\n    \
-                 <allow send_destination=\"*\" eavesdrop=\"true\"/>\n    \
-                 <allow eavesdrop=\"true\"/>\n  </policy>\n</busconfig>\n",
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("dbus-daemon")
-            .arg(format!("--config-file={}", conf.display()))
-            .args(["--nofork", "--nopidfile"])
-            .stdin(Stdio::null())
-            // It says it cannot raise its fd limit when not root: noise.
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("dbus-daemon (package dbus-daemon) runs the test bus");
-        let started = Instant::now();
-        while !socket.exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "dbus-daemon made no socket"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // The unprivileged caller must reach the socket.
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
-        PrivateBus {
-            child,
-            address: format!("unix:path={}", socket.display()),
-            _dir: dir,
-        }
-    }
-
-    fn bus(&self) -> Bus {
-        Bus::Address(self.address.clone())
-    }
-
-    /// `Set(name)` from a caller that is not root (dbus-send, which says
-    /// the error's text): the answer, or what dbus-send said.
-    fn set_as_unprivileged(&self, name: &str) -> Result<String, String> {
-        let mut cmd = if am_root() {
-            let mut c = Command::new("setpriv");
-            c.args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "dbus-send",
-            ]);
-            c
-        } else {
-            Command::new("dbus-send")
-        };
-        let out = cmd
-            .arg(format!("--bus={}", self.address))
-            .args(["--print-reply", &format!("--dest={BUS_NAME}"), OBJECT_PATH])
-            .arg(format!("{INTERFACE}.Set"))
-            .arg(format!("string:{name}"))
-            .output()
-            .expect("dbus-send (package dbus-bin) calls the service");
-        let said = String::from_utf8_lossy(&out.stdout);
-        match said.lines().find_map(|l| l.trim().strip_prefix("string ")) {
-            Some(answer) if out.status.success() => Ok(answer.trim_matches('"').to_string()),
-            _ => Err(format!("{said}{}", String::from_utf8_lossy(&out.stderr))),
-        }
-    }
-}
-
-impl Drop for PrivateBus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `Set(name)` from a caller that is not root: the answer, or what
+/// dbus-send said.
+fn set_as_unprivileged(bus: &PrivateBus, name: &str) -> Result<String, String> {
+    bus.call_unprivileged(
+        BUS_NAME,
+        OBJECT_PATH,
+        &format!("{INTERFACE}.Set"),
+        &[&format!("string:{name}")],
+    )
 }
 
 /// What the stand-in authority was asked: subject kind, the subject's
@@ -144,7 +66,7 @@ impl Authority {
 fn polkit(bus: &PrivateBus, allow: bool) -> (zbus::blocking::Connection, Arc<AtomicBool>, Asked) {
     let allow = Arc::new(AtomicBool::new(allow));
     let asked: Asked = Arc::default();
-    let conn = zbus::blocking::connection::Builder::address(bus.address.as_str())
+    let conn = zbus::blocking::connection::Builder::address(bus.address())
         .unwrap()
         .name(POLKIT)
         .unwrap()
@@ -178,11 +100,6 @@ fn service(bus: &PrivateBus) -> (Served, Arc<Mutex<Vec<Request>>>) {
     (serve(&bus.bus(), handler).unwrap(), seen)
 }
 
-fn am_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn sets(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<String> {
     seen.lock()
         .unwrap()
@@ -196,7 +113,7 @@ fn sets(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<String> {
 
 #[test]
 fn anyone_may_read_the_policy_and_the_list() {
-    let bus = PrivateBus::start();
+    let bus = open_bus();
     let (_served, _) = service(&bus);
     let client = Client::connect(&bus.bus()).unwrap();
     let got = client.request(&Request::Get).unwrap();
@@ -208,12 +125,12 @@ fn anyone_may_read_the_policy_and_the_list() {
 
 #[test]
 fn polkit_decides_a_switch_and_is_asked_about_the_caller() {
-    let bus = PrivateBus::start();
+    let bus = open_bus();
     let (_served, seen) = service(&bus);
     let (_authority, allow, asked) = polkit(&bus, true);
 
     assert_eq!(
-        bus.set_as_unprivileged("vtime").unwrap(),
+        set_as_unprivileged(&bus, "vtime").unwrap(),
         "policy=vtime generation=4"
     );
     assert_eq!(sets(&seen), ["vtime"]);
@@ -227,11 +144,11 @@ fn polkit_decides_a_switch_and_is_asked_about_the_caller() {
         assert_eq!(*flags, ALLOW_USER_INTERACTION);
     }
     // The scheduler's refusal comes back whole.
-    let e = bus.set_as_unprivileged("broken").unwrap_err();
+    let e = set_as_unprivileged(&bus, "broken").unwrap_err();
     assert!(e.contains("policy broken is not valid"), "{e}");
 
     allow.store(false, Ordering::SeqCst);
-    let e = bus.set_as_unprivileged("sky1").unwrap_err();
+    let e = set_as_unprivileged(&bus, "sky1").unwrap_err();
     assert!(
         e.contains("polkit does not allow") && e.contains(ACTION_SET),
         "{e}"
@@ -245,9 +162,9 @@ fn polkit_decides_a_switch_and_is_asked_about_the_caller() {
 
 #[test]
 fn without_polkit_only_root_may_switch() {
-    let bus = PrivateBus::start();
+    let bus = open_bus();
     let (_served, seen) = service(&bus);
-    let e = bus.set_as_unprivileged("vtime").unwrap_err();
+    let e = set_as_unprivileged(&bus, "vtime").unwrap_err();
     assert!(e.contains("without polkit only root may"), "{e}");
     assert!(sets(&seen).is_empty());
     // This process, through the Rust client: root switches without polkit
@@ -265,7 +182,7 @@ fn without_polkit_only_root_may_switch() {
 
 #[test]
 fn only_names_are_taken_and_checked_before_polkit_is_asked() {
-    let bus = PrivateBus::start();
+    let bus = open_bus();
     let (_served, seen) = service(&bus);
     let (_authority, _, asked) = polkit(&bus, true);
     let client = Client::connect(&bus.bus()).unwrap();
@@ -292,7 +209,7 @@ fn only_names_are_taken_and_checked_before_polkit_is_asked() {
 
 #[test]
 fn a_client_with_no_service_is_told_so() {
-    let bus = PrivateBus::start();
+    let bus = open_bus();
     let client = Client::connect(&bus.bus()).unwrap();
     let e = client.request(&Request::Get).unwrap_err().to_string();
     assert!(e.contains("no scx_sky on the system bus"), "{e}");
