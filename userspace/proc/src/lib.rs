@@ -1,7 +1,7 @@
 //! What scx_sky reads from /proc, parsed in one place: the daemon, the
 //! TUI, the shared spaces and the test loads all read a task's `stat`,
 //! `schedstat`, `sched` and name, the CPUs' times and model and the
-//! thread list through here. Hand-written rather than the procfs crate:
+//! thread list, mount tables and descriptors' locks through here. Hand-written rather than the procfs crate:
 //! these are a few small formats, read on the daemon's hot path (a
 //! thread's stat per gang thread each refresh, every thread's name when
 //! the BPF task iterator is missing), and the crate parses every field of
@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod fdinfo;
+pub mod mountinfo;
 pub mod schedstat;
 pub use schedstat::{migrations_of_self, sched_field, SchedStat};
 

@@ -222,8 +222,8 @@ pub fn slot_holder(pid: u32, dev: u64, ino: u64, id: u32) -> Option<Process> {
 }
 
 /// Does process `pid` hold the lock of slot `id` of the file (dev, ino)?
-/// Read from /proc/PID/fdinfo, which needs the same access as signalling
-/// the process does in practice (same user, or root).
+/// Read from /proc/PID/fdinfo (`sky_proc::fdinfo`), which needs the same
+/// access as signalling the process does in practice (same user, or root).
 fn holds_slot(pid: u32, dev: u64, ino: u64, id: u32) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
@@ -237,16 +237,6 @@ fn holds_slot(pid: u32, dev: u64, ino: u64, id: u32) -> bool {
                 "/proc/{pid}/fdinfo/{}",
                 e.file_name().to_string_lossy()
             ))
-            .is_ok_and(|info| {
-                // "lock:\t1: OFDLCK ADVISORY  WRITE -1 00:1a:42 START END"
-                info.lines().any(|l| {
-                    let f: Vec<&str> = l.split_whitespace().collect();
-                    f.contains(&"OFDLCK")
-                        && f.contains(&"WRITE")
-                        && f.len() >= 2
-                        && f[f.len() - 2] == want
-                        && f[f.len() - 1] == want
-                })
-            })
+            .is_ok_and(|info| sky_proc::fdinfo::holds_ofd_write_lock(&info, &want, &want))
     })
 }

@@ -7,11 +7,11 @@
 //! in it wait forever: such paths are refused before anything in them is
 //! looked up.
 
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// Filesystems whose lookups never wait on a user's process or the
 /// network. Anything else (fuse, nfs, cifs, 9p, ceph, ...) is refused.
@@ -30,12 +30,7 @@ const LOCAL_FILESYSTEMS: &[&str] = &[
     "bcachefs",
 ];
 
-/// One line of /proc/self/mountinfo: where a mount is and what it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
-    pub point: PathBuf,
-    pub fstype: String,
-}
+pub use sky_proc::mountinfo::{parse as parse_mountinfo, Mount};
 
 /// The mounts of this process's mount namespace, read now.
 pub fn mounts() -> io::Result<Vec<Mount>> {
@@ -103,46 +98,6 @@ impl Default for MountTable {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// `mountinfo` parsed: field 5 is the mount point (octal escapes for
-/// space, tab, newline, backslash), and the filesystem type follows the
-/// `-` that ends the optional fields. Malformed lines are skipped.
-pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
-    text.lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            let point = unescape(fields.get(4)?);
-            let dash = fields.iter().skip(6).position(|f| *f == "-")? + 6;
-            let fstype = fields.get(dash + 1)?.to_string();
-            Some(Mount {
-                point: PathBuf::from(point),
-                fstype,
-            })
-        })
-        .collect()
-}
-
-fn unescape(field: &str) -> OsString {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match (b[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    OsString::from_vec(out)
 }
 
 /// The mount `path` (absolute, without `.` or `..`) lies on: the last
@@ -280,12 +235,9 @@ bad line
 ";
 
     #[test]
-    fn mountinfo_is_parsed_with_escapes_and_optional_fields() {
+    fn a_path_lies_on_its_longest_mount_point_by_components() {
         let m = parse_mountinfo(MOUNTINFO);
         assert_eq!(m.len(), 5);
-        assert_eq!(m[2].point, Path::new("/home/alice/my fuse"));
-        assert_eq!(m[2].fstype, "fuse.sshfs");
-        assert_eq!(m[3].fstype, "nfs4");
         assert_eq!(
             mount_of(&m, Path::new("/dev/shm/x")).unwrap().fstype,
             "tmpfs"
