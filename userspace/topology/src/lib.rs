@@ -1,7 +1,15 @@
 //! CPU topology as scx_sky needs it: which CPUs exist and are online, which
 //! are SMT siblings, which share a last-level cache (LLC), and how big the
-//! caches are. Read from sysfs under a configurable root so tests can feed
-//! recorded trees.
+//! caches are. Read from sysfs, under `SCX_SYSFS_PREFIX` when set, as
+//! scx_utils reads it (tests/machine_shapes.rs holds both readers to the
+//! same trees).
+//!
+//! Not scx_utils' `Topology` itself: it leaves offline CPUs out ("hotplug
+//! restarts the scheduler"), where scx_sky keeps every possible CPU and
+//! takes a CPU coming online in place, and it keeps one summed cache size
+//! per CPU, where SKY-1's decay needs each level's size and sharers and
+//! the line size. NUMA nodes and core types, which scx_sky does not use
+//! yet, are scx_utils' to read.
 
 mod cpulist;
 mod decay;
@@ -31,7 +39,8 @@ pub struct Cpu {
     pub siblings: Vec<usize>,
     /// Index into [`Topology::llcs`]; `None` when it cannot be known (offline).
     pub llc: Option<usize>,
-    /// Largest cache private to this CPU's core (shared only by SMT siblings).
+    /// The cache of SKY-1's core level: the largest private to this CPU's
+    /// core (shared only by SMT siblings) or below the LLC (a cluster's).
     pub core_cache: Option<Cache>,
 }
 
@@ -58,9 +67,10 @@ pub struct Topology {
 pub const DEFAULT_LINE_BYTES: u64 = 64;
 
 impl Topology {
-    /// Reads the running machine's topology.
+    /// Reads the running machine's topology, or a recorded one: under
+    /// `SCX_SYSFS_PREFIX` when set, as scx_utils reads it.
     pub fn from_host() -> Result<Self> {
-        Self::from_sysfs(Path::new("/sys/devices/system/cpu"))
+        Self::from_sysfs(&host_cpu_dir())
     }
 
     /// Reads the topology from a sysfs `devices/system/cpu` directory.
@@ -94,9 +104,16 @@ impl Topology {
                     Some(llc) => (llc.shared_cpus.clone(), Some(llc.size_bytes)),
                     None => (package_cpus(root, &dir, &online)?, None),
                 };
+                // The core's own cache, or a cluster's below the LLC (the
+                // L2 four E-cores of a hybrid part share): SKY-1's core
+                // level, its size shared by whoever shares it.
+                let llc_level = caches.iter().map(|c| c.level).max();
                 cpu.core_cache = caches
                     .iter()
-                    .filter(|c| c.shared_cpus.iter().all(|s| cpu.siblings.contains(s)))
+                    .filter(|c| {
+                        c.shared_cpus.iter().all(|s| cpu.siblings.contains(s))
+                            || Some(c.level) < llc_level
+                    })
                     .max_by_key(|c| c.level)
                     .cloned();
                 let next = llc_ids.len();
@@ -145,6 +162,19 @@ impl Topology {
     pub fn decay_thresholds(&self, fill_bytes_per_sec: u64) -> DecayThresholds {
         DecayThresholds::derive(self, fill_bytes_per_sec)
     }
+}
+
+/// `/sys/devices/system/cpu`, under `SCX_SYSFS_PREFIX` if it is set (the
+/// prefix scx_utils' topology reads recorded machines under).
+pub fn host_cpu_dir() -> PathBuf {
+    let prefix = std::env::var_os("SCX_SYSFS_PREFIX").unwrap_or_default();
+    let mut dir = PathBuf::from(prefix);
+    dir.push("sys/devices/system/cpu");
+    if dir.is_relative() {
+        // No prefix: the path is the running machine's.
+        return Path::new("/").join(dir);
+    }
+    dir
 }
 
 fn read_trimmed(path: &Path) -> Result<String> {
