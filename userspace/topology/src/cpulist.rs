@@ -1,4 +1,9 @@
 //! The kernel's CPU list format: `0-3,8,10-11`.
+//!
+//! Not scx_utils' `read_cpulist`/`Cpumask::from_cpulist`: sysfs writes an
+//! empty list (`offline` with every CPU online), which `read_cpulist`
+//! refuses, and the daemon wants the ids sorted, without duplicates and
+//! a backwards or absurd range named (see the test below).
 
 use anyhow::{bail, Context, Result};
 

@@ -224,3 +224,12 @@ fn cache_sizes_parse() {
     assert!(parse_size("K").is_err());
     assert!(parse_size("99999999999999999999G").is_err());
 }
+
+#[test]
+fn an_empty_cpulist_is_an_empty_list_where_scx_utils_refuses_it() {
+    assert_eq!(parse_cpulist("").unwrap(), Vec::<usize>::new());
+    assert_eq!(parse_cpulist("\n").unwrap(), Vec::<usize>::new());
+    assert!(scx_utils::read_cpulist("").is_err());
+    assert_eq!(parse_cpulist("3,1-2,2").unwrap(), vec![1, 2, 3]);
+    assert!(parse_cpulist("0-4294967295").is_err());
+}
