@@ -91,6 +91,19 @@ pub struct Event {
     pub config: u64,
 }
 
+/// A generic event by its perf name (`cycles`, `L1-dcache-stores`, ...),
+/// through scx_utils' table of perf's names: hardware, cache and software
+/// events the kernel maps to each CPU's own (x86, arm64 and others alike).
+fn named(name: &str) -> Event {
+    let spec = scx_utils::perf::parse_perf_event(name)
+        .unwrap_or_else(|e| panic!("scx_sky names a perf event scx_utils does not know: {e}"));
+    Event {
+        kind: spec.type_,
+        config: spec.config,
+    }
+}
+
+#[cfg(test)]
 const fn hw(config: u32) -> Event {
     Event {
         kind: sys::PERF_TYPE_HARDWARE,
@@ -105,6 +118,7 @@ const fn raw(config: u64) -> Event {
     }
 }
 
+#[cfg(test)]
 const fn sw(config: u32) -> Event {
     Event {
         kind: sys::PERF_TYPE_SOFTWARE,
@@ -123,29 +137,32 @@ pub use sky_proc::CpuModel;
 /// - AMD Zen (family 0x17 on): stores as LS_DISPATCH.STORE_DISPATCH (event
 ///   0x29, umask 0x02); stall cycles by the generic backend-stall event.
 ///
-/// Elsewhere the generic events only, stores not counted.
+/// Elsewhere the generic events only: stores as perf's `L1-dcache-stores`
+/// (the kernel's cache-event table: the retired-stores event on older
+/// Intel parts, L1D writes on arm64), where the CPU has it.
 pub fn event_table(cpu: &CpuModel, source: PmuSource) -> [Vec<Event>; Counter::COUNT] {
     if source == PmuSource::Software {
         return [
-            vec![sw(sys::PERF_COUNT_SW_CPU_CLOCK)],
-            vec![sw(sys::PERF_COUNT_SW_TASK_CLOCK)],
-            vec![sw(sys::PERF_COUNT_SW_PAGE_FAULTS)],
+            vec![named("cpu-clock")],
+            vec![named("task-clock")],
+            vec![named("page-faults")],
             vec![],
             vec![],
         ];
     }
-    let backend = hw(sys::PERF_COUNT_HW_STALLED_CYCLES_BACKEND);
+    let backend = named("stalled-cycles-backend");
+    let stores = named("L1-dcache-stores");
     let (stalls, stores) = match cpu.vendor.as_str() {
         "GenuineIntel" if cpu.family == 6 && cpu.model >= 0x4e => {
-            (vec![raw(0x0400_04a3), backend], vec![raw(0x82d0)])
+            (vec![raw(0x0400_04a3), backend], vec![raw(0x82d0), stores])
         }
         "AuthenticAMD" | "HygonGenuine" if cpu.family >= 0x17 => (vec![backend], vec![raw(0x0229)]),
-        _ => (vec![backend], vec![]),
+        _ => (vec![backend], vec![stores]),
     };
     [
-        vec![hw(sys::PERF_COUNT_HW_CPU_CYCLES)],
-        vec![hw(sys::PERF_COUNT_HW_INSTRUCTIONS)],
-        vec![hw(sys::PERF_COUNT_HW_CACHE_MISSES)],
+        vec![named("cycles")],
+        vec![named("instructions")],
+        vec![named("cache-misses")],
         stalls,
         stores,
     ]
@@ -329,13 +346,25 @@ mod tests {
             skylake[Counter::StallCycles as usize][1],
             hw(sys::PERF_COUNT_HW_STALLED_CYCLES_BACKEND)
         );
-        assert_eq!(skylake[Counter::Stores as usize], vec![raw(0x82d0)]);
+        let l1_stores = Event {
+            kind: sys::PERF_TYPE_HW_CACHE,
+            config: (sys::PERF_COUNT_HW_CACHE_L1D
+                | sys::PERF_COUNT_HW_CACHE_OP_WRITE << 8
+                | sys::PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16) as u64,
+        };
+        assert_eq!(
+            skylake[Counter::Stores as usize],
+            vec![raw(0x82d0), l1_stores]
+        );
         let old_intel = CpuModel {
             vendor: "GenuineIntel".into(),
             family: 6,
             model: 0x3c,
         };
-        assert!(event_table(&old_intel, PmuSource::Auto)[Counter::Stores as usize].is_empty());
+        assert_eq!(
+            event_table(&old_intel, PmuSource::Auto)[Counter::Stores as usize],
+            vec![l1_stores]
+        );
         let zen = CpuModel {
             vendor: "AuthenticAMD".into(),
             family: 0x19,
@@ -350,9 +379,18 @@ mod tests {
             arm[Counter::Cycles as usize],
             vec![hw(sys::PERF_COUNT_HW_CPU_CYCLES)]
         );
-        assert!(arm[Counter::Stores as usize].is_empty());
+        assert_eq!(
+            arm[Counter::LlcMisses as usize],
+            vec![hw(sys::PERF_COUNT_HW_CACHE_MISSES)]
+        );
+        assert_eq!(arm[Counter::Stores as usize], vec![l1_stores]);
+        assert_eq!(
+            arm[Counter::StallCycles as usize],
+            vec![hw(sys::PERF_COUNT_HW_STALLED_CYCLES_BACKEND)]
+        );
         let soft = event_table(&CpuModel::default(), PmuSource::Software);
         assert_eq!(soft[0], vec![sw(sys::PERF_COUNT_SW_CPU_CLOCK)]);
+        assert_eq!(soft[1], vec![sw(sys::PERF_COUNT_SW_TASK_CLOCK)]);
         assert_eq!(soft[2], vec![sw(sys::PERF_COUNT_SW_PAGE_FAULTS)]);
         assert!(soft[3].is_empty());
     }
