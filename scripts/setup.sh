@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything scx_sky needs to build and to boot its test VM on a
 # Debian 12 (bookworm) machine. Idempotent: a second run only checks.
+# `setup.sh --build` installs only what building needs (the first five
+# below and cmake), asking sudo for it if not root: `cargo xtask install`
+# runs that.
 #
 #   - clang-19/llvm-19 from bookworm (scx_cargo needs clang >= 18 for BPF),
 #     and clang-format-19 (the BPF C's kernel style, bpf/.clang-format)
@@ -97,22 +100,46 @@ apt_update_once() {
 	fi
 }
 
-PACKAGES=(clang-19 clang-format-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config e2fsprogs
-	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core iproute2 cmake systemd dbus polkitd)
+# What building scx_sky needs (`setup.sh --build`: `cargo xtask install`).
+BUILD_PACKAGES=(clang-19 llvm-19 libelf-dev zlib1g-dev libzstd-dev pkg-config cmake)
+# And what the checks and the VM test bed need.
+PACKAGES=("${BUILD_PACKAGES[@]}" clang-format-19 e2fsprogs
+	qemu-system-x86 busybox-static cpio xz-utils zstd fonts-dejavu-core iproute2 systemd dbus polkitd)
 
 missing_packages() {
 	local p
-	for p in "${PACKAGES[@]}"; do
+	for p in "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
 	done
 }
 
+# --build: the build's packages only, from the machine's own suites; as
+# root (through sudo for a user) only when one is missing.
+build_only() {
+	local missing
+	missing=$(missing_packages "${BUILD_PACKAGES[@]}")
+	if [ -n "$missing" ]; then
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "setup.sh: installing $(echo $missing) with sudo" >&2
+			exec sudo bash "$0" --build
+		fi
+		apt-get update -qq
+		# shellcheck disable=SC2086
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+	fi
+	echo "setup.sh: build dependencies ready (clang-19, libelf, cmake)"
+}
+
 main() {
+	if [ "${1:-}" = --build ]; then
+		build_only
+		return
+	fi
 	need_root
 	add_backports_suite
 	add_source_entries
 	local missing
-	missing=$(missing_packages)
+	missing=$(missing_packages "${PACKAGES[@]}")
 	if [ -n "$missing" ]; then
 		apt_update_once
 		# shellcheck disable=SC2086

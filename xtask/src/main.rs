@@ -415,6 +415,11 @@ fn install(prefix: PathBuf, destdir: Option<PathBuf>, no_build: bool) -> Result<
     use xtask::install;
     let layout = install::Layout::new(destdir.clone(), prefix.clone())?;
     if !no_build {
+        // A fresh machine has no clang or libelf yet.
+        run(Command::new("bash")
+            .arg(workspace_root().join("scripts/setup.sh"))
+            .arg("--build"))
+        .context("scripts/setup.sh --build failed")?;
         install::build()?;
     }
     if !install::writable(&layout) {
