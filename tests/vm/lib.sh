@@ -1,6 +1,28 @@
 # Shared helpers for the VM scenarios (busybox sh). Scenarios print
 # `check key=value` lines; the host-side tests in tests/vm.rs judge them.
 
+# policy_generation / policy_name: the running policy's, from `policy get`.
+policy_generation() {
+	scx_sky policy get | sed -n '1s/.*generation=\([0-9]*\).*/\1/p'
+}
+policy_name() {
+	scx_sky policy get | sed -n '1s/.*policy=\([^ ]*\).*/\1/p'
+}
+
+# wait_generation_past GEN: waits (at most 15 s) for the policy's
+# generation to move past GEN, and says how many half seconds it took. A
+# SIGHUP wakes the daemon's loop, which switches on its next turn; under
+# TCG with a load on every CPU that turn can come late (a fixed one-second
+# sleep saw the old policy once in CI).
+wait_generation_past() {
+	waited=0
+	while [ "$(policy_generation)" = "$1" ] && [ "$waited" -lt 30 ]; do
+		sleep 0.5
+		waited=$((waited + 1))
+	done
+	echo "$waited"
+}
+
 state() {
 	cat /sys/kernel/sched_ext/state
 }

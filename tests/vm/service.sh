@@ -55,7 +55,7 @@ echo "check runtime_dir_mode=$(stat -c %a /run/scx_sky)"
 echo "check runtime_dir_owner=$(stat -c %U /run/scx_sky)"
 [ -S /run/scx_sky/control.sock ] && echo "check control_socket=1"
 scx_sky policy get >/tmp/get.out
-echo "check policy=$(sed -n '1s/.*policy=\([^ ]*\).*/\1/p' /tmp/get.out)"
+echo "check policy=$(policy_name)"
 echo "check starve_ms=$(sed -n 's/^starve_ms = //p' /tmp/get.out)"
 
 # Give the daemon a few periods to class, charge and group.
@@ -76,18 +76,11 @@ scx_sky gangs --pid "$member" | grep -q '(space svc (uid 0): processes [0-9]*,[0
 	echo "check space_gang=1"
 
 # Reload: the edited site policy, live (sched_ext stays enabled).
-gen() {
-	scx_sky policy get | sed -n '1s/.*generation=\([0-9]*\).*/\1/p'
-}
-before=$(gen)
+before=$(policy_generation)
 sed -i 's/^starve_ms = .*/starve_ms = 40/' /etc/scx_sky/policies/site.toml
 systemctl reload scx_sky
 echo "check reload_exit=$?"
-waited=0
-while [ "$(gen)" = "$before" ] && [ "$waited" -lt 30 ]; do
-	sleep 0.5
-	waited=$((waited + 1))
-done
+echo "check reload_waited_halfs=$(wait_generation_past "$before")"
 echo "check reload_starve_ms=$(scx_sky policy get | sed -n 's/^starve_ms = //p')"
 echo "check reload_same_pid=$([ "$(systemctl show -p MainPID --value scx_sky)" = "$pid" ] && echo 1)"
 
@@ -111,7 +104,7 @@ until su nobody -s /bin/sh -c 'scx_sky policy set vtime' >/tmp/bus-allowed.out 2
 done
 echo "check bus_allowed_tries=$tries"
 cat /tmp/bus-allowed.out
-echo "check bus_allowed_policy=$(scx_sky policy get | sed -n '1s/.*policy=\([^ ]*\).*/\1/p')"
+echo "check bus_allowed_policy=$(policy_name)"
 su nobody -s /bin/sh -c 'scx_sky policy get' | head -1 | sed 's/^/nobody get: /'
 
 # The journal: start-up lines, and no line a period.

@@ -33,15 +33,12 @@ start_load() {
 # Through the switches, the stats and top (about 90 s under TCG).
 start_load 120
 
-gen() {
-	scx_sky policy get | sed -n 's/.*generation=\([0-9]*\).*/\1/p' | head -1
-}
-first=$(gen)
+first=$(policy_generation)
 for p in sky1-strict vtime sky1; do
 	scx_sky policy set "$p"
-	echo "check now_$p=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+	echo "check now_$p=$(policy_name)"
 done
-echo "check generations_moved=$(($(gen) - first))"
+echo "check generations_moved=$(($(policy_generation) - first))"
 
 # A malformed policy: refused, naming the field; the running one stays.
 printf 'name = "bad"\ndescription = "x"\naffinity = true\nwalk_depth = 99\nslice_us = 5000\naffinity_grace_us = 1000\nsleeper_credit_us = 5000\nstarve_ms = 50\n' >/tmp/bad.toml
@@ -49,7 +46,7 @@ scx_sky policy set /tmp/bad.toml >/tmp/bad.out 2>&1
 echo "check bad_exit=$?"
 grep -q 'walk_depth = 99' /tmp/bad.out && echo "check bad_names_field=1"
 cat /tmp/bad.out
-echo "check after_bad=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+echo "check after_bad=$(policy_name)"
 
 # A user other than root may not switch.
 mkdir -p /etc
@@ -68,23 +65,15 @@ cat /tmp/nobody-bus.out
 
 # Garbage, oversized and silent clients on the socket itself.
 sky-work control-abuse
-echo "check after_abuse=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+echo "check after_abuse=$(policy_name)"
 
 # SIGHUP: the start policy (sky1) again, as a new generation.
 scx_sky policy set vtime >/dev/null
-before=$(gen)
+before=$(policy_generation)
 kill -HUP "$SKY_PID"
-# The signal wakes the daemon's loop, which switches on its next turn; under
-# TCG with a load on every CPU that turn can come late (a fixed one-second
-# sleep saw the old policy once in CI), so wait for it, at most 15 s.
-waited=0
-while [ "$(gen)" = "$before" ] && [ "$waited" -lt 30 ]; do
-	sleep 0.5
-	waited=$((waited + 1))
-done
-echo "check sighup_waited_halfs=$waited"
-echo "check sighup_policy=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
-echo "check sighup_moved=$(($(gen) - before))"
+echo "check sighup_waited_halfs=$(wait_generation_past "$before")"
+echo "check sighup_policy=$(policy_name)"
+echo "check sighup_moved=$(($(policy_generation) - before))"
 
 # Statistics the scx way: the scx_stats socket answers stats_meta, a JSON
 # sample (checked against the policy's generation now and the scheduler's
@@ -93,7 +82,7 @@ echo "check meta_fields=$(scx_sky stats --meta | grep -o '"desc"' | wc -l)"
 scx_sky stats --json >/tmp/stats.json
 echo "check json_policy=$(sed -n 's/.*"policy":"\([^"]*\)".*/\1/p' /tmp/stats.json)"
 echo "check json_generation=$(sed -n 's/.*"generation":\([0-9]*\).*/\1/p' /tmp/stats.json)"
-echo "check control_generation=$(gen)"
+echo "check control_generation=$(policy_generation)"
 echo "check json_dispatches=$(sed -n 's/.*"dispatches":\([0-9]*\).*/\1/p' /tmp/stats.json)"
 scx_sky stats --openmetrics >/tmp/om.txt
 echo "check om_last=$(tail -1 /tmp/om.txt | tr ' ' '_')"
@@ -128,7 +117,7 @@ sky-tui-drive --keys 'wait:policy sky1 (generation;key:p;wait:policy sky1-strict
 echo "check drive_exit=$?"
 sed -n 's/^screen| //p' /tmp/drive.out | head -24
 grep '^result workload=tui-drive' /tmp/drive.out
-echo "check drive_running=$(scx_sky policy get | head -1 | sed -n 's/.*policy=\([^ ]*\).*/\1/p')"
+echo "check drive_running=$(policy_name)"
 scx_sky policy set sky1 >/dev/null
 
 # The storm, under a load of its own lasting through it (the first one
