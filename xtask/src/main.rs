@@ -416,10 +416,7 @@ fn install(prefix: PathBuf, destdir: Option<PathBuf>, no_build: bool) -> Result<
     let layout = install::Layout::new(destdir.clone(), prefix.clone())?;
     if !no_build {
         // A fresh machine has no clang or libelf yet.
-        run(Command::new("bash")
-            .arg(workspace_root().join("scripts/setup.sh"))
-            .arg("--build"))
-        .context("scripts/setup.sh --build failed")?;
+        run_setup(&["--build"])?;
         install::build()?;
     }
     if !install::writable(&layout) {
@@ -480,8 +477,14 @@ fn cargo() -> Command {
 
 /// Runs scripts/setup.sh unless everything it installs is already there.
 fn setup() -> Result<()> {
+    run_setup(&[])
+}
+
+/// scripts/setup.sh with `args` (`--build`: what building needs alone).
+fn run_setup(args: &[&str]) -> Result<()> {
     let script = workspace_root().join("scripts/setup.sh");
-    run(Command::new("bash").arg(&script)).context("scripts/setup.sh failed")
+    run(Command::new("bash").arg(&script).args(args))
+        .with_context(|| format!("scripts/setup.sh {} failed", args.join(" ")))
 }
 
 fn build() -> Result<()> {

@@ -100,14 +100,15 @@ impl Topology {
             if is_online {
                 cpu.siblings = read_siblings(&dir, id)?;
                 let caches = read_caches(&dir)?;
-                let (domain_cpus, size) = match caches.iter().max_by_key(|c| c.level) {
+                let llc = caches.iter().max_by_key(|c| c.level);
+                let (domain_cpus, size) = match llc {
                     Some(llc) => (llc.shared_cpus.clone(), Some(llc.size_bytes)),
                     None => (package_cpus(root, &dir, &online)?, None),
                 };
                 // The core's own cache, or a cluster's below the LLC (the
                 // L2 four E-cores of a hybrid part share): SKY-1's core
                 // level, its size shared by whoever shares it.
-                let llc_level = caches.iter().map(|c| c.level).max();
+                let llc_level = llc.map(|c| c.level);
                 cpu.core_cache = caches
                     .iter()
                     .filter(|c| {
@@ -167,14 +168,10 @@ impl Topology {
 /// `/sys/devices/system/cpu`, under `SCX_SYSFS_PREFIX` if it is set (the
 /// prefix scx_utils' topology reads recorded machines under).
 pub fn host_cpu_dir() -> PathBuf {
-    let prefix = std::env::var_os("SCX_SYSFS_PREFIX").unwrap_or_default();
-    let mut dir = PathBuf::from(prefix);
-    dir.push("sys/devices/system/cpu");
-    if dir.is_relative() {
-        // No prefix: the path is the running machine's.
-        return Path::new("/").join(dir);
+    match std::env::var_os("SCX_SYSFS_PREFIX").filter(|p| !p.is_empty()) {
+        Some(prefix) => PathBuf::from(prefix).join("sys/devices/system/cpu"),
+        None => PathBuf::from("/sys/devices/system/cpu"),
     }
-    dir
 }
 
 fn read_trimmed(path: &Path) -> Result<String> {
