@@ -31,8 +31,8 @@ impl PmuCpus {
 
     /// The CPUs online now, as the kernel lists them.
     pub fn online_now() -> Option<Vec<usize>> {
-        let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
-        sky_topology::parse_cpulist(text.trim()).ok()
+        let text = std::fs::read_to_string(sky_topology::host_cpu_dir().join("online")).ok()?;
+        sky_topology::parse_cpulist(&text).ok()
     }
 
     /// Opens the counters of every CPU that came online since the last

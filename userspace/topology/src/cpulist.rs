@@ -7,11 +7,18 @@
 
 use anyhow::{bail, Context, Result};
 
+/// A sysfs value without its line end. Linux 5.15's topology lists (then
+/// binary attributes) end in a NUL after the newline, as a Kunpeng 920's
+/// recorded tree shows: that is dropped too.
+pub fn sysfs_trim(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_whitespace() || c == '\0')
+}
+
 /// Parses a CPU list into sorted, de-duplicated CPU ids. An empty string is
 /// an empty list (sysfs writes that for, e.g., no offline CPUs).
 pub fn parse_cpulist(text: &str) -> Result<Vec<usize>> {
     let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+    for part in sysfs_trim(text).split(',').filter(|p| !p.is_empty()) {
         let num = |s: &str| -> Result<usize> {
             s.trim()
                 .parse()

@@ -14,7 +14,7 @@
 mod cpulist;
 mod decay;
 
-pub use cpulist::{format_cpulist, parse_cpulist};
+pub use cpulist::{format_cpulist, parse_cpulist, sysfs_trim};
 pub use decay::{DecayThresholds, DEFAULT_FILL_BYTES_PER_SEC};
 
 use anyhow::{bail, Context, Result};
@@ -175,16 +175,14 @@ pub fn host_cpu_dir() -> PathBuf {
 }
 
 fn read_trimmed(path: &Path) -> Result<String> {
-    Ok(fs::read_to_string(path)
-        .with_context(|| format!("reading {}", path.display()))?
-        .trim()
-        .to_string())
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(sysfs_trim(&text).to_string())
 }
 
 fn read_siblings(dir: &Path, id: usize) -> Result<Vec<usize>> {
     let path = dir.join("topology/thread_siblings_list");
     match fs::read_to_string(&path) {
-        Ok(s) => parse_cpulist(s.trim()).with_context(|| format!("parsing {}", path.display())),
+        Ok(s) => parse_cpulist(&s).with_context(|| format!("parsing {}", path.display())),
         // Some virtual machines expose no topology directory: no SMT then.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![id]),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
@@ -231,9 +229,7 @@ fn read_caches(dir: &Path) -> Result<Vec<Cache>> {
 /// describes no caches.
 fn package_cpus(root: &Path, dir: &Path, online: &[usize]) -> Result<Vec<usize>> {
     let package_of = |cpu_dir: PathBuf| -> Option<String> {
-        fs::read_to_string(cpu_dir.join("topology/physical_package_id"))
-            .ok()
-            .map(|s| s.trim().to_string())
+        read_trimmed(&cpu_dir.join("topology/physical_package_id")).ok()
     };
     let Some(mine) = package_of(dir.to_path_buf()) else {
         return Ok(online.to_vec());
@@ -247,7 +243,7 @@ fn package_cpus(root: &Path, dir: &Path, online: &[usize]) -> Result<Vec<usize>>
 
 /// Parses sysfs cache sizes such as `32K`, `1024K`, `16M` or `512`.
 pub fn parse_size(text: &str) -> Result<u64> {
-    let text = text.trim();
+    let text = sysfs_trim(text);
     let (digits, unit) = match text.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => text.split_at(i),
         None => (text, ""),

@@ -233,3 +233,12 @@ fn an_empty_cpulist_is_an_empty_list_where_scx_utils_refuses_it() {
     assert_eq!(parse_cpulist("3,1-2,2").unwrap(), vec![1, 2, 3]);
     assert!(parse_cpulist("0-4294967295").is_err());
 }
+
+#[test]
+fn a_topology_list_ending_in_a_nul_is_read_as_the_kernel_meant_it() {
+    // As Linux 5.15 wrote cpuN/topology/*_list (a Kunpeng 920's tree).
+    assert_eq!(parse_cpulist("0-3\n\0").unwrap(), vec![0, 1, 2, 3]);
+    assert_eq!(sysfs_trim("3\n\0"), "3");
+    assert_eq!(parse_size("512K\n\0").unwrap(), 512 << 10);
+    assert!(parse_cpulist("0\0,1").is_err());
+}

@@ -3,8 +3,9 @@
 //! SMT and 8 E-cores whose L2 four share, as an i9-12900K), two NUMA
 //! nodes (two sockets of 4 cores x 2 threads, Linux's thread-major
 //! numbering), and SMT off (8 cores in two L3 complexes, as a Zen 3
-//! part). They are written from those parts' published layouts, not
-//! captured from the machines (none is at hand here).
+//! part). They are written here from those parts' published layouts; trees
+//! recorded from real machines (`scripts/record-sysfs.sh`) are checked the
+//! same way by `recorded_trees_read_alike` (docs/results.md has the runs).
 //!
 //! Each tree is read twice in a child process with `SCX_SYSFS_PREFIX` set
 //! (scx_utils reads the prefix once per process): by
@@ -196,27 +197,31 @@ fn smt_off() -> Shape {
 /// What a child process saw of the tree under its SCX_SYSFS_PREFIX, one
 /// fact a line: `sky llc CPUS`, `sky core CPUS`, `scx llc CPUS`,
 /// `scx core CPUS`, `scx nodes N`, `scx little CPUS`, `sky decay ...`.
-fn seen_by_child(prefix: &Path) -> Vec<String> {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "child_reads_its_prefix",
-            "--nocapture",
-        ])
-        .env("SCX_SYSFS_PREFIX", prefix)
-        .output()
-        .unwrap();
+fn seen_by_child(prefix: Option<&Path>) -> Result<Vec<String>, String> {
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    child.args([
+        "--ignored",
+        "--exact",
+        "child_reads_its_prefix",
+        "--nocapture",
+    ]);
+    match prefix {
+        Some(prefix) => child.env("SCX_SYSFS_PREFIX", prefix),
+        None => child.env_remove("SCX_SYSFS_PREFIX"),
+    };
+    let out = child.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "the child failed:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text.lines()
+    if !out.status.success() {
+        return Err(format!(
+            "the child failed:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(text
+        .lines()
         .filter_map(|l| l.strip_prefix("shape: "))
         .map(str::to_string)
-        .collect()
+        .collect())
 }
 
 /// Run by `seen_by_child` with SCX_SYSFS_PREFIX set; by hand, it reads
@@ -263,30 +268,153 @@ fn child_reads_its_prefix() {
     println!("shape: scx little {little}");
 }
 
+/// The facts `who` (sky or scx) saw of kind `what` (llc, core).
+fn facts(seen: &[String], who: &str, what: &str) -> BTreeSet<String> {
+    let head = format!("{who} {what} ");
+    seen.iter()
+        .filter_map(|l| l.strip_prefix(&head))
+        .map(str::to_string)
+        .collect()
+}
+
+/// What both readers saw of the tree under `prefix`, or how they differ
+/// on its LLC domains, its cores or its number of NUMA nodes.
+fn compare(prefix: &Path, nodes: usize) -> Result<Vec<String>, String> {
+    let seen = seen_by_child(Some(prefix))?;
+    for what in ["llc", "core"] {
+        let (sky, scx) = (facts(&seen, "sky", what), facts(&seen, "scx", what));
+        if sky != scx {
+            return Err(format!("the {what} sets differ: {seen:#?}"));
+        }
+        if sky.is_empty() {
+            return Err(format!("no {what} seen: {seen:#?}"));
+        }
+    }
+    if !seen.contains(&format!("scx nodes {nodes}")) {
+        return Err(format!("not {nodes} NUMA nodes: {seen:#?}"));
+    }
+    Ok(seen)
+}
+
 /// Both readers agree on the shape's LLC domains and cores.
 fn agree(shape: &Shape) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     write_tree(shape, dir.path());
-    let seen = seen_by_child(dir.path());
-    let facts = |who: &str, what: &str| -> BTreeSet<String> {
-        let head = format!("{who} {what} ");
-        seen.iter()
-            .filter_map(|l| l.strip_prefix(&head))
-            .map(str::to_string)
-            .collect()
-    };
-    for what in ["llc", "core"] {
-        assert_eq!(
-            facts("sky", what),
-            facts("scx", what),
-            "{}: the {what} sets differ: {seen:#?}",
-            shape.name
-        );
-        assert!(!facts("sky", what).is_empty(), "{}: {seen:#?}", shape.name);
+    compare(dir.path(), shape.nodes).unwrap_or_else(|e| panic!("{}: {e}", shape.name))
+}
+
+/// The sysfs roots under `dir`: each directory holding
+/// `sys/devices/system/cpu`, itself or one level down (hwloc's recordings
+/// unpack into a directory named for the machine).
+fn recorded_prefixes(dir: &Path) -> Vec<std::path::PathBuf> {
+    let holds = |p: &Path| p.join("sys/devices/system/cpu").is_dir();
+    let mut found = Vec::new();
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    entries.sort();
+    for entry in entries {
+        if holds(&entry) {
+            found.push(entry);
+            continue;
+        }
+        let mut inner: Vec<_> = fs::read_dir(&entry)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| holds(p))
+            .collect();
+        inner.sort();
+        found.extend(inner);
     }
-    let want_nodes = format!("scx nodes {}", shape.nodes);
-    assert!(seen.contains(&want_nodes), "{}: {seen:#?}", shape.name);
-    seen
+    found
+}
+
+/// `scripts/record-sysfs.sh` records what both readers need: this
+/// machine read from its recording is this machine read live.
+#[test]
+fn this_machine_recorded_reads_as_it_does_live() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/record-sysfs.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("this-machine");
+    let out = Command::new("sh")
+        .arg(&script)
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let live = seen_by_child(None).unwrap();
+    let recorded = seen_by_child(Some(&prefix)).unwrap();
+    assert!(!facts(&live, "sky", "core").is_empty(), "{live:#?}");
+    assert_eq!(recorded, live);
+    // A second recording into the same place is refused, not merged.
+    let again = Command::new("sh")
+        .arg(&script)
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+}
+
+/// Trees recorded from real machines, under the directory named by
+/// `SKY_RECORDED_TREES` (one tree per entry): both readers must agree on
+/// each one's LLC domains, cores and NUMA nodes (counted from the tree's
+/// own node directories). Every tree's verdict is printed; any
+/// disagreement fails. Record a machine with `scripts/record-sysfs.sh
+/// DIR/NAME`, then `SKY_RECORDED_TREES=DIR cargo test --release -p
+/// sky-topology --test machine_shapes -- --ignored recorded --nocapture`.
+#[test]
+#[ignore = "reads the trees under SKY_RECORDED_TREES"]
+fn recorded_trees_read_alike() {
+    let dir = std::env::var_os("SKY_RECORDED_TREES")
+        .expect("SKY_RECORDED_TREES names no directory of recorded trees");
+    let prefixes = recorded_prefixes(Path::new(&dir));
+    assert!(!prefixes.is_empty(), "no sysfs tree under {dir:?}");
+    let mut failed = Vec::new();
+    for prefix in &prefixes {
+        let nodes = fs::read_dir(prefix.join("sys/devices/system/node"))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                name.strip_prefix("node")
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .count()
+            .max(1);
+        let name = prefix.display();
+        match compare(prefix, nodes) {
+            Ok(seen) => {
+                let count = |what| facts(&seen, "sky", what).len();
+                let line = |head: &str| {
+                    seen.iter()
+                        .find_map(|l| l.strip_prefix(head))
+                        .unwrap_or("?")
+                        .to_string()
+                };
+                println!(
+                    "recorded {name}: agree on {} LLCs, {} cores, {nodes} nodes; little {}; decay {}",
+                    count("llc"),
+                    count("core"),
+                    line("scx little "),
+                    line("sky decay ")
+                );
+            }
+            Err(e) => {
+                println!("recorded {name}: {e}");
+                failed.push(name.to_string());
+            }
+        }
+    }
+    assert!(failed.is_empty(), "the readers differ on {failed:?}");
 }
 
 #[test]
