@@ -532,9 +532,10 @@ fn test() -> Result<()> {
     build()?;
     // Unit tests (everything outside the kernel) in parallel...
     run(cargo().args(["test", "--release", "--workspace"]))?;
-    // ...the shared-space tests again with the test-only fault injection
+    // ...the shared-space tests built with the test-only fault injection
     // (simulated power loss, kill points, a hostile peer's raw writes and
-    // the fuzzer, bounded by PROPTEST_CASES)...
+    // the fuzzer, bounded by PROPTEST_CASES): the library's own and those
+    // that use it; the rest ran above on the code users get...
     run(cargo().args([
         "test",
         "--release",
@@ -542,6 +543,15 @@ fn test() -> Result<()> {
         "sky-pvas",
         "--features",
         "fault-injection",
+        "--lib",
+        "--test",
+        "power_loss",
+        "--test",
+        "hostile",
+        "--test",
+        "split",
+        "--test",
+        "crash",
     ]))?;
     // ...then the VM tests one at a time: the machine has 2 cores.
     run(cargo().args([

@@ -25,6 +25,12 @@ pub struct SleepersReport {
     /// The longest time one thread went between two loops' ends while
     /// measured, in milliseconds.
     pub max_gap_ms: f64,
+    /// How long making every thread took, and joining them after: under
+    /// overload the maker has its fair share of the CPUs like any thread,
+    /// so making N threads while they run takes time of order N squared
+    /// (about 300 s for 1000 in the VM's overload scenario).
+    pub make_s: f64,
+    pub join_s: f64,
 }
 
 impl SleepersReport {
@@ -38,7 +44,7 @@ impl SleepersReport {
         format!(
             "result workload=sleepers threads={} seconds={:.1} loops={} loops_per_s={:.0} \
              min_thread_loops={} p50_thread_loops={} max_thread_loops={} min_share={:.3} \
-             max_gap_ms={:.1}",
+             max_gap_ms={:.1} make_s={:.1} join_s={:.1}",
             self.threads,
             self.seconds,
             self.loops,
@@ -47,7 +53,9 @@ impl SleepersReport {
             self.median_thread,
             self.max_thread,
             fair,
-            self.max_gap_ms
+            self.max_gap_ms,
+            self.make_s,
+            self.join_s
         )
     }
 }
@@ -99,6 +107,7 @@ pub fn run(
     }
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
+    let making = Instant::now();
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
         let (m, s) = (measuring.clone(), stop.clone());
@@ -113,12 +122,14 @@ pub fn run(
             }
         }
     }
+    let make_s = making.elapsed().as_secs_f64();
     measuring.store(true, Ordering::Relaxed);
     let started = Instant::now();
     std::thread::sleep(run);
     measuring.store(false, Ordering::Relaxed);
     let seconds = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
+    let joining = Instant::now();
     let mut per_thread = Vec::with_capacity(threads);
     let mut max_gap = Duration::ZERO;
     for h in handles {
@@ -128,6 +139,7 @@ pub fn run(
         per_thread.push(loops);
         max_gap = max_gap.max(gap);
     }
+    let join_s = joining.elapsed().as_secs_f64();
     per_thread.sort_unstable();
     Ok(SleepersReport {
         threads,
@@ -137,6 +149,8 @@ pub fn run(
         median_thread: per_thread[per_thread.len() / 2],
         max_thread: per_thread[per_thread.len() - 1],
         max_gap_ms: max_gap.as_secs_f64() * 1e3,
+        make_s,
+        join_s,
     })
 }
 
@@ -160,6 +174,8 @@ mod tests {
         // A loop is 200 us of work plus a sleep: no gap is shorter.
         assert!(r.max_gap_ms >= 0.3, "{r:?}");
         assert!(r.line().contains("threads=4 "), "{}", r.line());
+        assert!(r.make_s >= 0.0 && r.make_s < r.seconds, "{r:?}");
+        assert!(r.line().contains(" make_s="), "{}", r.line());
     }
 
     #[test]
