@@ -31,8 +31,7 @@ impl PmuCpus {
 
     /// The CPUs online now, as the kernel lists them.
     pub fn online_now() -> Option<Vec<usize>> {
-        let text = std::fs::read_to_string(sky_topology::host_cpu_dir().join("online")).ok()?;
-        sky_topology::parse_cpulist(&text).ok()
+        sky_topology::host_online_cpus().ok()
     }
 
     /// Opens the counters of every CPU that came online since the last

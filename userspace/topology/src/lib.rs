@@ -75,10 +75,8 @@ impl Topology {
 
     /// Reads the topology from a sysfs `devices/system/cpu` directory.
     pub fn from_sysfs(root: &Path) -> Result<Self> {
-        let possible = parse_cpulist(&read_trimmed(&root.join("possible"))?)
-            .with_context(|| format!("parsing {}", root.join("possible").display()))?;
-        let online = parse_cpulist(&read_trimmed(&root.join("online"))?)
-            .with_context(|| format!("parsing {}", root.join("online").display()))?;
+        let possible = read_cpu_list(&root.join("possible"))?;
+        let online = read_cpu_list(&root.join("online"))?;
         let nr_cpus = possible.iter().max().map_or(0, |m| m + 1);
         if nr_cpus == 0 {
             bail!("{} lists no CPU", root.join("possible").display());
@@ -174,6 +172,17 @@ pub fn host_cpu_dir() -> PathBuf {
     }
 }
 
+/// The CPUs online now on the running machine (or the recorded one under
+/// `SCX_SYSFS_PREFIX`), as the kernel lists them.
+pub fn host_online_cpus() -> Result<Vec<usize>> {
+    read_cpu_list(&host_cpu_dir().join("online"))
+}
+
+/// A sysfs CPU list file, read and parsed; errors name the file.
+fn read_cpu_list(path: &Path) -> Result<Vec<usize>> {
+    parse_cpulist(&read_trimmed(path)?).with_context(|| format!("parsing {}", path.display()))
+}
+
 fn read_trimmed(path: &Path) -> Result<String> {
     let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(sysfs_trim(&text).to_string())
@@ -213,9 +222,7 @@ fn read_caches(dir: &Path) -> Result<Vec<Cache>> {
         let size_path = path.join("size");
         let size_bytes = parse_size(&read_trimmed(&size_path)?)
             .with_context(|| format!("parsing {}", size_path.display()))?;
-        let shared_path = path.join("shared_cpu_list");
-        let shared_cpus = parse_cpulist(&read_trimmed(&shared_path)?)
-            .with_context(|| format!("parsing {}", shared_path.display()))?;
+        let shared_cpus = read_cpu_list(&path.join("shared_cpu_list"))?;
         caches.push(Cache {
             level,
             size_bytes,
