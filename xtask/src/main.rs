@@ -536,23 +536,13 @@ fn test() -> Result<()> {
     // (simulated power loss, kill points, a hostile peer's raw writes and
     // the fuzzer, bounded by PROPTEST_CASES): the library's own and those
     // that use it; the rest ran above on the code users get...
-    run(cargo().args([
-        "test",
-        "--release",
-        "-p",
-        "sky-pvas",
-        "--features",
-        "fault-injection",
-        "--lib",
-        "--test",
-        "power_loss",
-        "--test",
-        "hostile",
-        "--test",
-        "split",
-        "--test",
-        "crash",
-    ]))?;
+    let mut fault_tests = cargo();
+    fault_tests.args(["test", "--release", "-p", "sky-pvas"]);
+    fault_tests.args(["--features", "fault-injection", "--lib"]);
+    for name in xtask::pvas::FAULT_INJECTION_TESTS {
+        fault_tests.args(["--test", name]);
+    }
+    run(&mut fault_tests)?;
     // ...then the VM tests one at a time: the machine has 2 cores.
     run(cargo().args([
         "test",

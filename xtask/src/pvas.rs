@@ -16,6 +16,13 @@ use std::process::{Command, Stdio};
 pub const CRASH_TESTS: &str = "/bin/sky-pvas-crash-tests";
 pub const CRASH_PEER: &str = "/bin/sky-pvas-crash-peer";
 
+/// sky-pvas's test targets that need the test-only fault injection: those
+/// Cargo.toml gives `required-features = ["fault-injection"]` and those
+/// with parts under `cfg(feature = "fault-injection")` (crash). `cargo
+/// xtask test` runs these, with the library's own, built with the
+/// feature; a test below holds the list to Cargo.toml and the sources.
+pub const FAULT_INJECTION_TESTS: [&str; 4] = ["power_loss", "hostile", "split", "crash"];
+
 /// Builds the crash tests (release) and returns what the guest needs, as
 /// `VmConfig::extra_binaries` takes it.
 pub fn crash_test_binaries() -> Result<Vec<(PathBuf, PathBuf)>> {
@@ -149,5 +156,38 @@ mod tests {
             Some(PathBuf::from("/t/release/deps/crash-0123"))
         );
         assert_eq!(crash_executable("{}"), None);
+    }
+
+    #[test]
+    fn every_test_that_needs_fault_injection_is_run_with_it() {
+        let pvas = workspace_root().join("userspace/pvas");
+        let manifest = std::fs::read_to_string(pvas.join("Cargo.toml")).unwrap();
+        let mut needed = Vec::new();
+        for block in manifest.split("[[test]]").skip(1) {
+            let block = block.split("\n[").next().unwrap();
+            if !block.contains("\"fault-injection\"") {
+                continue;
+            }
+            let name = block
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("name = \""))
+                .and_then(|n| n.strip_suffix('"'))
+                .expect("a [[test]] with a name");
+            needed.push(name.to_string());
+        }
+        assert!(!needed.is_empty(), "no [[test]] needs fault-injection");
+        for entry in std::fs::read_dir(pvas.join("tests")).unwrap() {
+            let path = entry.unwrap().path();
+            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            if source.contains("cfg(feature = \"fault-injection\")") {
+                needed.push(path.file_stem().unwrap().to_string_lossy().to_string());
+            }
+        }
+        for name in needed {
+            assert!(
+                FAULT_INJECTION_TESTS.contains(&name.as_str()),
+                "sky-pvas's test {name} needs fault-injection but is not in FAULT_INJECTION_TESTS"
+            );
+        }
     }
 }
