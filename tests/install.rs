@@ -7,10 +7,10 @@
 //! action's id; a C program built against the installed header, library
 //! and pkg-config file.
 
-use sky_dbus::test_bus::{am_root, PrivateBus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use xtask::install::{self, Layout};
+use xtask::private_bus::{am_root, PrivateBus};
 
 /// Runs `cmd`; its stdout, or a panic with everything it said.
 fn ok(cmd: &mut Command) -> String {
@@ -238,7 +238,7 @@ fn bus_policy_holds(system_d: &Path) {
         ),
     );
     let handler: sky_dbus::Handler = std::sync::Arc::new(|_| Ok("policy=sky1 generation=1".into()));
-    let served = sky_dbus::serve(&bus.bus(), handler);
+    let served = sky_dbus::serve(&sky_dbus::Bus::Address(bus.address().to_string()), handler);
     if am_root() {
         let _served = served.expect("root may own org.scx.Sky");
         // Anyone may call it: nobody reads the policy.

@@ -8,8 +8,8 @@
 mod scenario;
 
 use scenario::{
-    assert_clean_exit, assert_enabled, checks, host_wait_bound, on_a_quiet_host, part,
-    run_scenario, stat,
+    assert_clean_exit, assert_enabled, at_least, at_most, checks, on_a_quiet_host, part,
+    run_scenario, run_scenario_with, stat, Basis, Promise,
 };
 use xtask::report::{self, Fields};
 
@@ -73,28 +73,42 @@ fn the_latency_path_shortens_wakeups_beside_hogs() {
         }
         let runs = by_sched(&out, &scheds);
         let (eevdf, sky, nolat) = (&runs[0], &runs[1], &runs[2]);
+        // A p99 needs wakes beyond its hundredth: at least 200 of them
+        // (the runs had thousands).
         for (sched, (w, _)) in scheds.iter().zip(&runs) {
-            assert!(
-                stat(w, "wakes") >= 1000.0,
-                "{sched}: too few ping-pong wakeups to judge: {w:?}"
+            at_least(
+                &format!("wakes[{sched}]"),
+                stat(w, "wakes"),
+                200.0,
+                Basis::Property,
+                format_args!("too few ping-pong wakeups for a p99: {w:?}"),
             );
         }
         let p99 = stat(&sky.0, "wake_p99_us");
         let nolat_p99 = stat(&nolat.0, "wake_p99_us");
-        assert!(
-            p99 <= ABLATION_P99_SHARE_MAX * nolat_p99,
-            "with the latency path off the p99 was {nolat_p99} us, with it {p99} us: \
-         the path made wakeups slower"
+        at_most(
+            "wake_p99_vs_path_off",
+            p99 / nolat_p99,
+            ABLATION_P99_SHARE_MAX,
+            Basis::SameBoot,
+            format_args!(
+                "with the latency path off the p99 was {nolat_p99} us, with it {p99} us: \
+                 the path made wakeups slower"
+            ),
         );
-        let wakes = stat(&sky.0, "wakes") / stat(&eevdf.0, "wakes");
-        assert!(
-            wakes >= WAKES_MIN,
-            "the ping-pong pairs woke {wakes:.2}x as often as under EEVDF"
+        at_least(
+            "wakes_vs_eevdf",
+            stat(&sky.0, "wakes") / stat(&eevdf.0, "wakes"),
+            WAKES_MIN,
+            Basis::SameBoot,
+            "the ping-pong pairs' wakeups under sky1 against EEVDF's",
         );
-        let hog = stat(&sky.1, "iterations_per_s") / stat(&eevdf.1, "iterations_per_s");
-        assert!(
-            hog >= HOG_WORK_MIN,
-            "the hogs did {hog:.2}x EEVDF's work under sky1"
+        at_least(
+            "hog_work_vs_eevdf",
+            stat(&sky.1, "iterations_per_s") / stat(&eevdf.1, "iterations_per_s"),
+            HOG_WORK_MIN,
+            Basis::SameBoot,
+            "the hogs' work under sky1 against EEVDF's",
         );
         // scx_sky's own counters say which decisions did it, and that none
         // were made with the path off.
@@ -123,10 +137,11 @@ fn the_latency_path_shortens_wakeups_beside_hogs() {
 /// back, not the limit alone.
 const NEAR_BURST_SHARE_MAX: f64 = 0.25 * 1.10;
 
-/// The longest wait of any task in the near-burst scenario: scx_sky's
-/// bound (starve_ms 50 + a slice 5 + a tick 4) plus a TCG kick (20 ms), on
-/// a quiet host; stretched by what the host took (`host_wait_bound`).
-const NEAR_BURST_WAIT_MS: f64 = 80.0;
+/// The longest wait of any task in the near-burst scenario, in ticks past
+/// scx_sky's promise (its bound 50 + a slice 5: `Promise`): a tick for a
+/// preempted CPU to notice and a TCG kick (20 ms), on a quiet host;
+/// stretched by what the host took. Five runs within 80 ms.
+const NEAR_BURST_WAIT_TICKS: f64 = 6.0;
 
 /// Group `group`'s CPU time in ms, from the observer's placement lines.
 fn run_ms(part: &str, group: &str) -> f64 {
@@ -145,41 +160,41 @@ fn run_ms(part: &str, group: &str) -> f64 {
 /// to one CPU) gets no more than its fair share + 10 % under scx_sky, every
 /// task's longest wait stays within the bound, and scx_sky is not ejected
 /// at SCX_TIMEOUT_MS=3000: the latency path does not take it for short
-/// (it runs more than half the time between its wakeups). EEVDF's figures
-/// in the same boot are printed beside, not judged.
+/// (it runs more than half the time between its wakeups).
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn a_near_burst_task_gets_no_more_than_its_fair_share_beside_hogs() {
     on_a_quiet_host(|| {
-        let out = run_scenario("nearburst", "1x2x2");
+        // scx_sky alone: EEVDF's share, 0.246-0.263 in the five runs, comes
+        // from the scenario's default, `8 "eevdf sky"`.
+        let out = run_scenario_with("nearburst", "8 sky", "1x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
         assert_enabled(&c, "state_after_sky");
-        for sched in ["eevdf", "sky"] {
-            let p = part(&out, sched);
-            let (near, hogs) = (run_ms(p, "sleeper"), run_ms(p, "burn"));
-            let share = near / (near + hogs);
-            eprintln!("sky-vm: near-burst {sched}: share of CPU 0 {share:.3} ({near} / {hogs} ms)");
-            if sched == "sky" {
-                assert!(
-                    share <= NEAR_BURST_SHARE_MAX,
-                    "the near-burst task took {share:.3} of its CPU (fair: 0.25): {near} ms \
-                     against the hogs' {hogs} ms"
-                );
-                let bound = host_wait_bound(NEAR_BURST_WAIT_MS);
-                for group in ["sleeper", "burn"] {
-                    let waits =
-                        report::lines_with(p, &format!("result observer=trace group={group} "));
-                    let w = waits
-                        .first()
-                        .unwrap_or_else(|| panic!("no waits of {group}"));
-                    let max_ms = stat(w, "max_clear_wait_us") / 1000.0;
-                    assert!(
-                        max_ms <= bound,
-                        "{group} waited {max_ms} ms (bound {bound:.0} ms): {w:?}"
-                    );
-                }
-            }
+        let p = part(&out, "sky");
+        let (near, hogs) = (run_ms(p, "sleeper"), run_ms(p, "burn"));
+        at_most(
+            "near_burst_cpu_share",
+            near / (near + hogs),
+            NEAR_BURST_SHARE_MAX,
+            Basis::Property,
+            format_args!(
+                "the near-burst task's share of its CPU (fair: 0.25): {near} ms against the \
+                 hogs' {hogs} ms"
+            ),
+        );
+        let promise = Promise::of(p, &out);
+        for group in ["sleeper", "burn"] {
+            let waits = report::lines_with(p, &format!("result observer=trace group={group} "));
+            let w = waits
+                .first()
+                .unwrap_or_else(|| panic!("no waits of {group}"));
+            promise.judge(
+                &format!("wait_max[{group}]"),
+                stat(w, "max_clear_wait_us") / 1000.0,
+                NEAR_BURST_WAIT_TICKS,
+                format_args!("{w:?}"),
+            );
         }
     });
 }

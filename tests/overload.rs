@@ -12,7 +12,8 @@
 mod scenario;
 
 use scenario::{
-    assert_clean_exit, assert_enabled, check, checks, on_a_quiet_host, run_scenario_with, stat,
+    assert_clean_exit, assert_enabled, at_least, at_most, check, checks, on_a_quiet_host,
+    run_scenario_with, stat, Basis,
 };
 use xtask::report;
 
@@ -33,7 +34,9 @@ const RESCUE_SHARE_MAX: f64 = 0.15;
 const LATE_SHARE_MAX: f64 = 0.01;
 
 /// Loops of the thread that did fewest, as a share of the median
-/// thread's (the sleepers' own figure, the same under any scheduler):
+/// thread's (the sleepers' own figure, the same under any scheduler; the
+/// runs below made the threads under the load, one by one, not parked and
+/// released together as now: docs/vm-bounds.md has the runs of this form):
 /// 0.581 and 0.603 in a run with a sleeper credit under overload,
 /// 0.718-0.806 over the ten sleeper processes of the same five runs
 /// without. A floor under the worst, not a test of the queue order (the
@@ -51,27 +54,42 @@ fn overload_is_served_round_robin_within_a_bound_that_follows_the_load() {
         assert_enabled(&c, "state_after_sky");
         let sleepers = report::lines_with(&out, "result workload=sleepers ");
         assert_eq!(sleepers.len(), 2, "two sleeper processes reported");
-        for s in &sleepers {
+        let mut loops = 0.0;
+        for (which, s) in ["first", "second"].iter().zip(&sleepers) {
             eprintln!("sleepers: {s:?}");
             // Every thread finished loops while measured: none was starved.
             assert!(stat(s, "min_thread_loops") >= 1.0, "{s:?}");
             assert!(stat(s, "loops") >= stat(s, "threads"), "{s:?}");
             // ... and shared the CPUs nearly evenly: each queue a round.
-            assert!(
-                stat(s, "min_share") >= MIN_THREAD_SHARE,
-                "the least served thread got under {MIN_THREAD_SHARE} of the median's loops: {s:?}"
+            at_least(
+                &format!("{which}_min_thread_share"),
+                stat(s, "min_share"),
+                MIN_THREAD_SHARE,
+                Basis::Property,
+                format_args!("the least served thread's loops against the median's: {s:?}"),
             );
+            loops += stat(s, "loops");
         }
         for which in ["first", "second"] {
             assert_eq!(check(&c, &format!("{which}_sleepers_exit")), "0");
         }
         let t = report::one_line(&out, "stats total:").expect("a stats total line");
         let dispatches = stat(&t, "dispatches");
-        assert!(dispatches > 100_000.0, "too few dispatches to judge: {t:?}");
-        let rescues = stat(&t, "starvation_rescues") / dispatches;
-        assert!(
-            rescues <= RESCUE_SHARE_MAX,
-            "{rescues:.2} of dispatches were rescues: the rescue queue is scheduling"
+        // Each loop sleeps, so each is a wakeup the scheduler dispatched:
+        // the shares below are of at least that many decisions.
+        at_least(
+            "dispatches_per_loop",
+            dispatches / loops,
+            1.0,
+            Basis::Property,
+            format_args!("{loops} loops: {t:?}"),
+        );
+        at_most(
+            "rescue_share",
+            stat(&t, "starvation_rescues") / dispatches,
+            RESCUE_SHARE_MAX,
+            Basis::Property,
+            format_args!("rescues among dispatches (the rescue queue is scheduling?): {t:?}"),
         );
         // The bound grew, and the kernel's own threads (the watchdog's
         // check-in among them) were served ahead of it: without that, the
@@ -81,10 +99,12 @@ fn overload_is_served_round_robin_within_a_bound_that_follows_the_load() {
             stat(&t, "kernel_first") > 0.0,
             "no kernel thread was served first: the bound never grew under this load: {t:?}"
         );
-        let late = stat(&t, "late_runs") / dispatches;
-        assert!(
-            late <= LATE_SHARE_MAX,
-            "{late:.4} of dispatches ran past the bound in force"
+        at_most(
+            "late_share",
+            stat(&t, "late_runs") / dispatches,
+            LATE_SHARE_MAX,
+            Basis::Property,
+            format_args!("dispatches that ran past the bound in force: {t:?}"),
         );
     });
 }

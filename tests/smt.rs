@@ -9,8 +9,8 @@
 mod scenario;
 
 use scenario::{
-    assert_clean_exit, assert_enabled, checks, host_share_floor, on_a_quiet_host,
-    run_scenario_with, stat,
+    assert_clean_exit, assert_enabled, at_least, checks, host_share_floor, on_a_quiet_host,
+    run_scenario_with, stat, Basis,
 };
 use xtask::report::{self, Fields};
 
@@ -66,16 +66,19 @@ fn assert_paired(topology: &str, sky: &Fields) {
         .iter()
         .find(|(t, _, _)| *t == topology)
         .expect("bounds for the topology");
-    let (paired_min, beside_min) = (host_share_floor(*paired_min), host_share_floor(*beside_min));
-    let paired = stat(sky, "paired");
-    assert!(
-        paired >= paired_min,
-        "{topology}: PM writers beside compute in {paired} of their paired time: {sky:?}"
+    at_least(
+        "paired",
+        stat(sky, "paired"),
+        host_share_floor(*paired_min),
+        Basis::Property,
+        format_args!("{topology}: PM writers beside compute, of their paired time: {sky:?}"),
     );
-    let beside = stat(sky, "beside_compute");
-    assert!(
-        beside >= beside_min,
-        "{topology}: PM writers beside compute {beside} of their time: {sky:?}"
+    at_least(
+        "beside_compute",
+        stat(sky, "beside_compute"),
+        host_share_floor(*beside_min),
+        Basis::Property,
+        format_args!("{topology}: PM writers beside compute, of their time: {sky:?}"),
     );
 }
 
@@ -83,7 +86,9 @@ fn assert_paired(topology: &str, sky: &Fields) {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn smt_pairing_puts_pm_writers_beside_compute() {
     on_a_quiet_host(|| {
-        let out = run_scenario_with("smt", "10 'sky sky-nohints'", "1x2x2");
+        // Without hints, four processes in a row are enough: its figures
+        // are zeros and a share SKY-1 holds from the first.
+        let out = run_scenario_with("smt", "10 'sky sky-nohints' 4", "1x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
@@ -100,10 +105,12 @@ fn smt_pairing_puts_pm_writers_beside_compute() {
         for key in ["smt_moves", "smt_placements", "ran_ns_pm_writer"] {
             assert_eq!(stat(&totals[1], key), 0.0, "no hints: {key}");
         }
-        assert!(
-            stat(&totals[1], "last_cpu_share") >= 80.0,
-            "no hints: SKY-1 kept tasks on their CPUs: {:?}",
-            totals[1]
+        at_least(
+            "no_hints_last_cpu_share_pct",
+            stat(&totals[1], "last_cpu_share"),
+            80.0,
+            Basis::Property,
+            format_args!("no hints: SKY-1 kept tasks on their CPUs: {:?}", totals[1]),
         );
     });
 }

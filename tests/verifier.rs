@@ -13,7 +13,7 @@
 #[allow(dead_code)]
 mod scenario;
 
-use scenario::{assert_clean_exit, check, checks, run_scenario};
+use scenario::{assert_clean_exit, check, checks, on_a_quiet_host, run_scenario};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use xtask::report::{self, Fields};
@@ -97,41 +97,43 @@ fn grown(now: &Costs, baseline: &Costs) -> Vec<String> {
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn no_bpf_program_costs_the_verifier_more_than_its_baseline() {
-    let out = run_scenario("verifier", TOPOLOGY);
-    let c = checks(&out);
-    assert_clean_exit(&c);
-    let kernel = check(&c, "kernel").to_string();
-    let now: Costs = report::lines_with(&out, "verifier: ")
-        .iter()
-        .filter_map(|f| Some(((kernel.clone(), f.get("program")?.clone()), figures(f)?)))
-        .collect();
-    assert!(
-        now.len() >= 10,
-        "--verifier-stats reported {} programs:\n{out}",
-        now.len()
-    );
-    let text = std::fs::read_to_string(baseline_path()).unwrap_or_default();
-    let mut baseline = parse_baseline(&text);
-    for ((_, program), [p, t, k]) in &now {
-        eprintln!("{kernel} {program}: processed {p}, states {t} (peak {k})");
-    }
-    if std::env::var_os("SKY_UPDATE_VERIFIER_BASELINE").is_some() {
-        baseline.retain(|(k, _), _| *k != kernel);
-        baseline.extend(now);
-        std::fs::write(baseline_path(), render_baseline(&baseline)).unwrap();
-        return;
-    }
-    assert!(
-        baseline.keys().any(|(k, _)| *k == kernel),
-        "no baseline for kernel {kernel} in {}: record one with SKY_UPDATE_VERIFIER_BASELINE=1",
-        baseline_path().display()
-    );
-    let grown = grown(&now, &baseline);
-    assert!(
-        grown.is_empty(),
-        "verification grew past {GROWTH_MAX_PERCENT}% over the baseline:\n{}",
-        grown.join("\n")
-    );
+    on_a_quiet_host(|| {
+        let out = run_scenario("verifier", TOPOLOGY);
+        let c = checks(&out);
+        assert_clean_exit(&c);
+        let kernel = check(&c, "kernel").to_string();
+        let now: Costs = report::lines_with(&out, "verifier: ")
+            .iter()
+            .filter_map(|f| Some(((kernel.clone(), f.get("program")?.clone()), figures(f)?)))
+            .collect();
+        assert!(
+            now.len() >= 10,
+            "--verifier-stats reported {} programs:\n{out}",
+            now.len()
+        );
+        let text = std::fs::read_to_string(baseline_path()).unwrap_or_default();
+        let mut baseline = parse_baseline(&text);
+        for ((_, program), [p, t, k]) in &now {
+            eprintln!("{kernel} {program}: processed {p}, states {t} (peak {k})");
+        }
+        if std::env::var_os("SKY_UPDATE_VERIFIER_BASELINE").is_some() {
+            baseline.retain(|(k, _), _| *k != kernel);
+            baseline.extend(now);
+            std::fs::write(baseline_path(), render_baseline(&baseline)).unwrap();
+            return;
+        }
+        assert!(
+            baseline.keys().any(|(k, _)| *k == kernel),
+            "no baseline for kernel {kernel} in {}: record one with SKY_UPDATE_VERIFIER_BASELINE=1",
+            baseline_path().display()
+        );
+        let grown = grown(&now, &baseline);
+        assert!(
+            grown.is_empty(),
+            "verification grew past {GROWTH_MAX_PERCENT}% over the baseline:\n{}",
+            grown.join("\n")
+        );
+    });
 }
 
 #[test]

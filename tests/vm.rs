@@ -9,51 +9,46 @@
 mod scenario;
 
 use scenario::{
-    assert_clean_exit, assert_enabled, assert_no_fault, check, checks, host_wait_bound,
+    assert_clean_exit, assert_enabled, assert_no_fault, at_least, at_most, check, checks,
     on_a_quiet_host, run_scenario, run_scenario_clocked, run_scenario_with, stat, trace_group,
-    GuestClock,
+    Basis, GuestClock, Promise,
 };
 use std::time::Duration;
+use xtask::matrix;
 use xtask::report;
 use xtask::vm::{self, VmConfig};
 
-/// The wait bound scx_sky promises: every queued task runs within the
-/// policy's starve_ms (50) plus one slice (5), plus one 4 ms tick for a
-/// preempted CPU to notice. Asserted with the kernel's own counters
-/// (schedstat run-queue wait, watched every 200 us by each task), in
-/// scenarios without hotplug or overload. By the host's clock sky1's
-/// eight processes on four vCPUs wait as long as the host makes them, so
-/// sky1 runs by instructions (`GuestClock`), where a reschedule IPI waits
-/// for its vCPU's turn in TCG's round robin: nine runs, three beside two
-/// processes spinning on the host, 38-58 ms, held to this bound plus
-/// `TCG_KICK_MS`. Fairness (one task a vCPU) stays on the host's clock:
-/// 25-35 ms with the spinning processes. The runs behind every VM bound:
-/// docs/vm-bounds.md.
-const WAIT_BOUND_MS: f64 = 60.0;
+/// How far past scx_sky's promise (its wait bound plus a slice:
+/// `Promise`) a wait may run, in timer ticks, where the kernel's own
+/// counters (schedstat run-queue wait, watched every 200 us by each task)
+/// judge SKY-1's eight processes on four vCPUs by instructions
+/// (`GuestClock`): a tick for a preempted CPU to notice, and what TCG
+/// adds while a reschedule IPI waits for its vCPU's turn. Nine runs of
+/// 38-58 ms against a promise of 55 ms (0.75 tick past it at most); the
+/// runs behind every VM bound: docs/vm-bounds.md.
+const SKY1_WAIT_TICKS: f64 = 6.0;
 
-/// How long a kick (reschedule IPI) may take to reach its vCPU under TCG:
-/// up to 20 ms in the hostile scenario's traces (p99 8 ms).
-const TCG_KICK_MS: f64 = 20.0;
+/// The same for fairness (one task a vCPU, the host's clock): 25-35 ms,
+/// within the promise.
+const FAIRNESS_WAIT_TICKS: f64 = 1.0;
 
-/// The longest single wait tolerated under the hostile load (more tasks
-/// pinned to one CPU than it can run, SCHED_IDLE and nice 19 tasks among
-/// hogs, CPUs going on- and offline), measured exactly by the tracepoint
-/// observer (`sky-work trace-waits`: every wait of every task, from
-/// wakeup or preemption to switch-in), for waits that overlapped no CPU
-/// going off- or online. scx_sky promises starve_ms (50) + a slice (5) + a
-/// tick (4); under TCG a kick itself takes up to `TCG_KICK_MS` to reach
-/// its vCPU (these traces). Nine runs: 57-70 ms (EEVDF on the same load
-/// in the same boot: 1.6 s for a SCHED_IDLE thread). The bound is 1.7
-/// times the worst run; seven more runs of 2026-11-28 stayed at 52-60 ms
-/// (one CI run's outlier: docs/vm-bounds.md).
-const HOSTILE_WAIT_BOUND_MS: f64 = 120.0;
+/// Ticks past the promise the longest single wait under the hostile load
+/// may run (more tasks pinned to one CPU than it can run, SCHED_IDLE and
+/// nice 19 tasks among hogs, CPUs going on- and offline), measured exactly
+/// by the tracepoint observer (`sky-work trace-waits`: every wait of every
+/// task, from wakeup or preemption to switch-in), for waits that
+/// overlapped no CPU going off- or online. Under TCG a kick takes up to
+/// 20 ms (5 ticks) to reach its vCPU (these traces). Sixteen runs: 52-70
+/// ms, 4 ticks past the promise at most (EEVDF on the same load in the
+/// same boot: 1.6 s for a SCHED_IDLE thread).
+const HOSTILE_WAIT_TICKS: f64 = 16.0;
 
 /// The same for every wait, those a CPU going offline held up included
 /// (the kernel stops every CPU while one leaves): 58-91 ms in the same
-/// nine runs (EEVDF: 2.4 s), 58-66 ms in seven more. The bound is 2.7
-/// times the worst run; a CI run's 277 ms on a quiet host is unexplained
-/// (docs/vm-bounds.md: what the observer prints now to explain the next).
-const HOSTILE_HOTPLUG_WAIT_BOUND_MS: f64 = 250.0;
+/// sixteen runs (EEVDF: 2.4 s); a CI run's 277 ms on a quiet host is
+/// unexplained (docs/vm-bounds.md: what the observer prints now to
+/// explain the next).
+const HOSTILE_HOTPLUG_WAIT_TICKS: f64 = 48.0;
 
 /// The kinds of thread the hostile load runs, as the observer groups them
 /// (thread names are cut to 15 characters).
@@ -125,14 +120,22 @@ fn sky1_workload_stays_on_its_last_cpus_without_idling() {
         let c = checks(&out);
         assert_clean_exit(&c);
         let stats = report::one_line(&out, "stats total:").unwrap();
-        let share = stat(&stats, "last_cpu_share");
-        assert!(
-            stat(&stats, "dispatches") > 1000.0,
-            "too little scheduling to judge: {stats:?}"
+        // Eight processes that never sleep on four CPUs for 6 s of guest
+        // time: slices and ticks, not the host's speed, set how often
+        // they are dispatched (a slice is at most 5 ms: 4 800 at least).
+        at_least(
+            "dispatches",
+            stat(&stats, "dispatches"),
+            1000.0,
+            Basis::Property,
+            format_args!("too little scheduling to judge: {stats:?}"),
         );
-        assert!(
-            share >= 90.0,
-            "only {share}% of runs on the task's last CPU: {stats:?}"
+        at_least(
+            "last_cpu_share_pct",
+            stat(&stats, "last_cpu_share"),
+            90.0,
+            Basis::Property,
+            format_args!("runs on the task's last CPU: {stats:?}"),
         );
         assert_eq!(
             stat(&stats, "idle_with_waiters"),
@@ -148,16 +151,18 @@ fn sky1_workload_stays_on_its_last_cpus_without_idling() {
         // wait came near the bound.
         let work = report::one_line(&out, "result workload=cache-loop").unwrap();
         assert_eq!(stat(&work, "procs"), 8.0);
-        let wait_max_ms = stat(&work, "wait_max_us") / 1000.0;
-        assert!(
-            wait_max_ms <= WAIT_BOUND_MS + TCG_KICK_MS,
-            "a task waited {wait_max_ms} ms in the run queue: {work:?}"
+        Promise::of(&out, &out).judge(
+            "wait_max",
+            stat(&work, "wait_max_us") / 1000.0,
+            SKY1_WAIT_TICKS,
+            format_args!("{work:?}"),
         );
-        let kernel_share = 1.0 - stat(&work, "migrations") / stat(&work, "timeslices");
-        assert!(
-            kernel_share >= 0.85,
-            "kernel counters show {:.1}% of runs on the same CPU: {work:?}",
-            kernel_share * 100.0
+        at_least(
+            "kernel_same_cpu_share",
+            1.0 - stat(&work, "migrations") / stat(&work, "timeslices"),
+            0.85,
+            Basis::Property,
+            format_args!("kernel counters, 1 - migrations/timeslices: {work:?}"),
         );
     });
 }
@@ -209,17 +214,25 @@ fn cpu_hotplug_under_load_is_handled_in_place() {
     });
 }
 
-/// Hints reach BPF: of its 3 s, a classed task runs at least 2 s under its
-/// class; 20 processes of 20 ms each (about 85 ms with start-up under
-/// TCG), named at start and gone before the daemon's next look (1 s now
-/// that BPF applies every hint itself; 100 ms when these runs were made),
-/// still run at least 0.8 s under theirs, because BPF matches the name
-/// hint itself. Five runs (1x2x2, three busy tasks on four
-/// vCPUs): pm-writer 3.03-3.15 s, the two compute tasks 6.17-6.31 s, the
-/// short ones 1.69-1.84 s; with a glob BPF cannot apply (daemon only:
-/// `sh ./classes.sh 'cpu-matmu?=memory-bound'`) the short ones got
-/// 0.11-0.28 s. The bounds are at least 1.5 times below the worst run
-/// and the last one 3 times above what the daemon alone catches.
+/// The share of a hinted task's run time (the kernel's, since the task
+/// took its name: the workload's `run_ms`) that BPF must charge to its
+/// class. A hint BPF applies itself charges all of it, whatever the
+/// host's speed (five runs: the PM writer 1.01-1.09 of its run time in
+/// the PMU scenario); 20 processes of 20 ms, gone before the daemon's next
+/// look (every second), are charged their class only because BPF matches
+/// the name hint itself: with a glob BPF cannot apply (daemon only: `sh
+/// ./classes.sh 'cpu-matmu?=memory-bound'`) they got 0.11-0.28 s of some
+/// 1.7 s. Runs: docs/vm-bounds.md.
+const HINTED_CHARGED_SHARE: f64 = 0.9;
+
+/// The most of the same share charged to a class no hint names (before
+/// a switch brings the hint, after one takes it away).
+const UNHINTED_CHARGED_SHARE: f64 = 0.1;
+
+/// Hints reach BPF: a PM writer and two compute tasks classed by name
+/// for 3 s, 20 short processes named at start and gone before the
+/// daemon's next look, and after a switch to a policy with hints and a
+/// gang rule of its own, 20 more; back on sky1, nothing of it holds.
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn class_hints_reach_bpf() {
@@ -229,23 +242,71 @@ fn class_hints_reach_bpf() {
         assert_clean_exit(&c);
         assert_enabled(&c, "state_after_load");
         let stats = report::one_line(&out, "stats total:").unwrap();
-        let secs = |key: &str| stat(&stats, key) / 1e9;
-        assert!(secs("ran_ns_pm_writer") >= 2.0, "{stats:?}");
+        let ns = |key: &str| stat(&stats, key);
+        let run_ns = |workload: &str| -> f64 {
+            report::lines_with(&out, &format!("result workload={workload} "))
+                .iter()
+                .map(|r| stat(r, "run_ms") * 1e6)
+                .sum()
+        };
+        let charged = |name: &str, class_ns: f64, ran_ns: f64, bound: f64, hinted: bool| {
+            assert!(ran_ns > 0.0, "{name}: no run time to charge: {stats:?}");
+            let (figure, share) = (format!("{name}_charged_share"), class_ns / ran_ns);
+            let context = format!("{class_ns} ns of {ran_ns} ns: {stats:?}");
+            if hinted {
+                at_least(&figure, share, bound, Basis::Property, context);
+            } else {
+                at_most(&figure, share, bound, Basis::Property, context);
+            }
+        };
+        charged(
+            "pm_writer",
+            ns("ran_ns_pm_writer"),
+            run_ns("pm-write"),
+            HINTED_CHARGED_SHARE,
+            true,
+        );
         // Two compute tasks.
-        assert!(secs("ran_ns_compute") >= 4.0, "{stats:?}");
-        assert!(secs("ran_ns_memory_bound") >= 0.8, "{stats:?}");
-        assert!(secs("ran_ns_unknown") > 0.0, "{stats:?}");
+        assert_eq!(
+            report::lines_with(&out, "result workload=compute ").len(),
+            2
+        );
+        charged(
+            "compute",
+            ns("ran_ns_compute"),
+            run_ns("compute"),
+            HINTED_CHARGED_SHARE,
+            true,
+        );
+        let check_ns = |key: &str| stat(&c, key);
+        charged(
+            "short_matmul",
+            check_ns("matmul_mb_ns"),
+            check_ns("matmul_run_ms") * 1e6,
+            HINTED_CHARGED_SHARE,
+            true,
+        );
+        assert!(ns("ran_ns_unknown") > 0.0, "{stats:?}");
         // Every PM-writer nanosecond is filed by what its sibling ran: five
         // runs filed 96-100 % (beside compute or beside idle, as placement
         // fell: nothing is paired in this scenario).
         let beside: f64 = ["compute", "pm_writer", "idle", "other"]
             .iter()
-            .map(|k| secs(&format!("pm_beside_{k}_ns")))
+            .map(|k| ns(&format!("pm_beside_{k}_ns")))
             .sum();
-        let ran = secs("ran_ns_pm_writer");
-        assert!(
-            (0.9 * ran..=1.02 * ran).contains(&beside),
-            "PM-writer time filed by sibling {beside} s of {ran} s: {stats:?}"
+        at_least(
+            "pm_writer_filed_share",
+            beside / ns("ran_ns_pm_writer"),
+            0.9,
+            Basis::Property,
+            format_args!("PM-writer time filed by sibling: {stats:?}"),
+        );
+        at_most(
+            "pm_writer_filed_share_max",
+            beside / ns("ran_ns_pm_writer"),
+            1.02,
+            Basis::Property,
+            format_args!("PM-writer time filed by sibling: {stats:?}"),
         );
         // Some stats line saw the three long-lived classed tasks.
         assert!(
@@ -253,23 +314,24 @@ fn class_hints_reach_bpf() {
             "no stats line counted the classed tasks"
         );
         // A switch to a policy with its own name hint and gang rule: BPF
-        // applies the hint at once (20 processes of 20 ms: 0.4 s of CPU), the
-        // daemon classes and gangs by the new rules; back on sky1 nothing of
-        // it is left. (Before the fix, only the start policy's hints held.)
-        let secs_of = |key: &str| check(&c, key).parse::<f64>().unwrap_or(-1.0) / 1e9;
+        // applies the hint at once, the daemon classes and gangs by the new
+        // rules; back on sky1 nothing of it is left. (Before the fix, only
+        // the start policy's hints held.)
         assert_eq!(check(&c, "switch_exit"), "0");
         assert_eq!(check(&c, "back_exit"), "0");
-        assert!(
-            secs_of("before_switch_mb_ns") < 0.05,
-            "{}",
-            check(&c, "before_switch_mb_ns")
-        );
-        assert!(
-            secs_of("hinted_mb_ns") >= 0.2,
-            "{}",
-            check(&c, "hinted_mb_ns")
-        );
-        assert!(secs_of("back_mb_ns") < 0.05, "{}", check(&c, "back_mb_ns"));
+        for (phase, hinted) in [("before_switch", false), ("hinted", true), ("back", false)] {
+            charged(
+                &format!("{phase}_matadd"),
+                check_ns(&format!("{phase}_mb_ns")),
+                check_ns(&format!("{phase}_run_ms")) * 1e6,
+                if hinted {
+                    HINTED_CHARGED_SHARE
+                } else {
+                    UNHINTED_CHARGED_SHARE
+                },
+                hinted,
+            );
+        }
         assert_eq!(check(&c, "hinted_rule_gangs"), "1", "the rule's gang");
         assert_ne!(check(&c, "hinted_census"), "0", "the daemon's census");
         assert_eq!(check(&c, "back_rule_gangs"), "0");
@@ -348,26 +410,25 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
     });
 }
 
-/// The scan VM test's bounds: the target, 100 ms, for both. Five
-/// runs (TCG, 7.3.4, 4 vCPUs on 2 host cores,
-/// 10 000 idle threads; the feeds worker lists them by the BPF task
-/// iterator in 40-60 ms of CPU a pass, one pass every ~250 ms within its
-/// budget), scanning / baseline (nothing to scan, same boot):
-/// - the longest of 40 statistics round trips: 49.4, 42.6, 48.5, 54.7,
-///   43.6 ms / 36.5, 41.6, 56.4, 61.0, 35.5 ms (medians 12.1-13.1 ms in
-///   every run of both: the run loop looks every 20 ms);
-/// - SIGTERM to the daemon's detach: 17.4, 22.5, 17.2, 17.1, 21.2 ms /
-///   8.4, 15.0, 10.9, 25.1, 10.9 ms; to sched_ext disabled (the kernel
-///   moving 10 000 tasks back) 121-173 ms / 126-151 ms.
-const SCAN_STATS_MAX_MS: f64 = 100.0;
-const SCAN_DETACH_MAX_MS: f64 = 100.0;
+/// The scan VM test's bounds, each the scanning run's figure against the
+/// baseline's in the same boot (the same daemon with nothing to scan):
+/// the statistics round trips' median and longest (40 of them), and
+/// SIGTERM to the daemon's detach. Under TCG both runs' figures move with
+/// the host's speed together; a scan that held up an answer or the exit
+/// (a pass lists 10 000 threads in 40-60 ms of CPU) shows as the ratio,
+/// not as milliseconds. Five runs of the old form, scanning / baseline:
+/// the longest round trip 42.6-54.7 / 35.5-61.0 ms (medians 12.1-13.1 in
+/// both), the detach 17.1-22.5 / 8.4-25.1 ms; the ten runs behind the
+/// ratios: docs/vm-bounds.md.
+const SCAN_STATS_P50_RATIO: f64 = 1.5;
+const SCAN_STATS_MAX_RATIO: f64 = 3.0;
+const SCAN_DETACH_RATIO: f64 = 4.0;
 
 /// The daemon answers while it has much to scan (tests/vm/scan.sh: 10 000
 /// idle threads listed with their cgroups as often as the worker's budget
 /// allows, 10 000 registry entries), as soon as with nothing to scan (the
 /// baseline, same boot): statistics requests and SIGTERM do not wait for
-/// the scan, which runs on the feeds worker. The bounds are the issue's
-/// target, above every run recorded beside them.
+/// the scan, which runs on the feeds worker.
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn stats_and_sigterm_are_answered_while_scanning() {
@@ -395,15 +456,26 @@ fn stats_and_sigterm_are_answered_while_scanning() {
             line("term-latency", "scanning"),
             line("term-latency", "baseline"),
         );
-        eprintln!("scan: {stats:?} {term:?}\nbaseline: {base_stats:?} {base_term:?}");
+        let context = format!("scanning {stats:?} {term:?}, baseline {base_stats:?} {base_term:?}");
         assert_eq!(stat(&stats, "requests"), 40.0, "{stats:?}");
-        assert!(
-            stat(&stats, "max_ms") <= host_wait_bound(SCAN_STATS_MAX_MS),
-            "{stats:?}"
-        );
-        assert!(
-            stat(&term, "detached_ms") <= host_wait_bound(SCAN_DETACH_MAX_MS),
-            "{term:?}"
+        for (figure, key, bound) in [
+            ("stats_p50", "p50_ms", SCAN_STATS_P50_RATIO),
+            ("stats_max", "max_ms", SCAN_STATS_MAX_RATIO),
+        ] {
+            at_most(
+                &format!("{figure}_vs_baseline"),
+                stat(&stats, key) / stat(&base_stats, key),
+                bound,
+                Basis::SameBoot,
+                &context,
+            );
+        }
+        at_most(
+            "detach_vs_baseline",
+            stat(&term, "detached_ms") / stat(&base_term, "detached_ms"),
+            SCAN_DETACH_RATIO,
+            Basis::SameBoot,
+            &context,
         );
         assert!(
             out.contains("shared-space registry: entries not read"),
@@ -443,12 +515,14 @@ const GANG_BOUNDS: [(&str, f64, f64, f64, GuestClock); 3] = [
     ("space", 0.93, 0.90, 0.05, GuestClock::Host),
     ("four", 0.80, 0.65, 1.0, GuestClock::Host),
 ];
-const GANG_WAIT_BOUND_MS: f64 = 250.0;
+/// The four-gang form's longest wait, in ticks past the promise (59 ms
+/// then): 64-152 ms, up to 24 ticks past it.
+const GANG_WAIT_TICKS: f64 = 48.0;
 
 /// Runs tests/vm/gangs.sh with `args`; checks the scx_sky run's observer
-/// line against the bounds of `form` and returns the output after the
-/// line that starts the scx_sky run.
-fn gang_scenario(args: &str, form: &str) -> String {
+/// line against the bounds of `form` and returns the whole output and the
+/// part after the line that starts the scx_sky run.
+fn gang_scenario(args: &str, form: &str) -> (String, String) {
     let (_, all_min, worst_min, dirty_max, clock) = GANG_BOUNDS
         .iter()
         .find(|(f, ..)| *f == form)
@@ -471,21 +545,47 @@ fn gang_scenario(args: &str, form: &str) -> String {
     let line = report::one_line(&sky_part, "result observer=trace gangs ")
         .expect("the observer's gangs line for scx_sky");
     eprintln!("sky: {line:?}");
-    assert!(stat(&line, "span_ms") >= 5000.0, "gangs ran 10 s: {line:?}");
-    assert!(stat(&line, "all_share") >= *all_min, "{form}: {line:?}");
-    assert!(
-        stat(&line, "all_share_min") >= *worst_min,
-        "{form}: {line:?}"
+    // Five rounds of 2 s of guest time: the gangs run 10 s at any speed.
+    at_least(
+        "span_ms",
+        stat(&line, "span_ms"),
+        5000.0,
+        Basis::Property,
+        format_args!("{line:?}"),
     );
-    assert!(stat(&line, "dirty_share") <= *dirty_max, "{form}: {line:?}");
+    at_least(
+        "all_share",
+        stat(&line, "all_share"),
+        *all_min,
+        Basis::Property,
+        format_args!("{form}: {line:?}"),
+    );
+    at_least(
+        "all_share_min",
+        stat(&line, "all_share_min"),
+        *worst_min,
+        Basis::Property,
+        format_args!("{form}: {line:?}"),
+    );
+    at_most(
+        "dirty_share",
+        stat(&line, "dirty_share"),
+        *dirty_max,
+        Basis::Property,
+        format_args!("{form}: {line:?}"),
+    );
     // BPF counted the gangs' run time, nearly all of it at home.
     let t = report::one_line(&sky_part, "stats total:").expect("a stats total line");
     let home = stat(&t, "gang_home_ns");
-    assert!(
-        home > 0.0 && stat(&t, "gang_away_ns") <= home * 0.1,
-        "{t:?}"
+    assert!(home > 0.0, "no gang time at home: {t:?}");
+    at_most(
+        "away_vs_home",
+        stat(&t, "gang_away_ns") / home,
+        0.1,
+        Basis::Property,
+        format_args!("{t:?}"),
     );
-    sky_part
+    (out, sky_part)
 }
 
 #[test]
@@ -494,7 +594,7 @@ fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
     on_a_quiet_host(|| {
         // scx_sky alone: EEVDF's figures (GANG_BOUNDS) come from the
         // scenario's default, `eevdf sky`, which the test does not judge.
-        let sky = gang_scenario("5 2 sky", "process");
+        let (_, sky) = gang_scenario("5 2 sky", "process");
         // BPF homed the new gangs itself, at exec (5 rounds x 2 gangs). The
         // daemon can still win a window of about a millisecond, between exec
         // setting the name and the exec tracepoint: seven runs counted
@@ -502,7 +602,13 @@ fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
         // placement: 2, 4, 4, 6, 7, 9). Closing it (a claim at task_rename,
         // before the name is visible) is open work.
         let t = report::one_line(&sky, "stats total:").unwrap();
-        assert!(stat(&t, "gang_provisional") >= 8.0, "{t:?}");
+        at_least(
+            "gangs_homed_at_exec",
+            stat(&t, "gang_provisional"),
+            8.0,
+            Basis::Property,
+            format_args!("of 10 gangs started: {t:?}"),
+        );
     });
 }
 
@@ -518,14 +624,16 @@ fn gangs_keep_a_shared_spaces_member_processes_together() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn with_more_gangs_than_domains_gangs_stay_whole_and_nothing_starves() {
     on_a_quiet_host(|| {
-        let sky = gang_scenario("5 4 sky", "four");
+        let (out, sky) = gang_scenario("5 4 sky", "four");
+        let promise = Promise::of(&sky, &out);
         let groups = report::lines_with(&sky, "result observer=trace ");
         for name in ["mb-a", "mb-b", "mb-c", "mb-d", "cpu-idiv"] {
             let g = trace_group(&groups, name);
-            let ms = stat(g, "max_wait_us") / 1000.0;
-            assert!(
-                ms <= host_wait_bound(GANG_WAIT_BOUND_MS),
-                "a {name} thread waited {ms} ms: {g:?}"
+            promise.judge(
+                &format!("wait_max[{name}]"),
+                stat(g, "max_wait_us") / 1000.0,
+                GANG_WAIT_TICKS,
+                format_args!("{g:?}"),
             );
         }
     });
@@ -594,7 +702,14 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
         // online, and the reload came first (the reload opens them anyway).
         let opened: u32 = check(&c, "pmu_opened_cpu3").parse().unwrap_or(0);
         assert!((1..=2).contains(&opened), "opened on CPU 3 {opened} times");
-        assert!(stat(&c, "pmu_lines_after_online") >= 3.0);
+        // A stats line a second of guest time, over a 3 s task.
+        at_least(
+            "pmu_lines_after_online",
+            stat(&c, "pmu_lines_after_online"),
+            3.0,
+            Basis::Property,
+            "stats lines while a task ran on CPU 3",
+        );
         assert_eq!(check(&c, "pmu_errors_after_online"), "0");
         let secs = |key: &str| stat(&totals[0], key) / 1e9;
         let ran = |workload: &str| {
@@ -608,16 +723,30 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
         secs("ran_ns_compute"),
         secs("ran_ns_pm_writer")
     );
-        assert!(idiv >= 0.5 && writer >= 0.5, "too little run to judge");
-        assert!(
-            secs("ran_ns_compute") >= COMPUTE_CHARGED_SHARE * idiv,
-            "cpu-idiv ran {idiv} s: {:?}",
-            totals[0]
+        // Busy tasks of 3 s (a fifth of four CPUs each at the least): run
+        // time in guest time, whatever the host's speed.
+        for (name, ran) in [("cpu_idiv", idiv), ("pm_writer", writer)] {
+            at_least(
+                &format!("{name}_run_s"),
+                ran,
+                0.5,
+                Basis::Property,
+                "too little run to judge",
+            );
+        }
+        at_least(
+            "compute_charged_share",
+            secs("ran_ns_compute") / idiv,
+            COMPUTE_CHARGED_SHARE,
+            Basis::Property,
+            format_args!("cpu-idiv ran {idiv} s: {:?}", totals[0]),
         );
-        assert!(
-            secs("ran_ns_pm_writer") >= PM_WRITER_CHARGED_SHARE * writer,
-            "the PM writer ran {writer} s: {:?}",
-            totals[0]
+        at_least(
+            "pm_writer_charged_share",
+            secs("ran_ns_pm_writer") / writer,
+            PM_WRITER_CHARGED_SHARE,
+            Basis::Property,
+            format_args!("the PM writer ran {writer} s: {:?}", totals[0]),
         );
         assert!(stat(&totals[0], "pmu_charges") > 0.0, "{:?}", totals[0]);
         // Page faults stand in for LLC misses: cache pressure was measured.
@@ -642,10 +771,22 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
             .and_then(|t| t.split_whitespace().next())
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
-        assert!(samples >= 5, "the gang's CPI was sampled: {gang}");
+        at_least(
+            "gang_cpi_samples",
+            f64::from(samples),
+            5.0,
+            Basis::Property,
+            format_args!("the gang's CPI was sampled, a period a second: {gang}"),
+        );
         // The recorded counts replay to the same class.
         assert_eq!(check(&c, "replay_exit"), "0", "the record did not replay");
-        assert!(check(&c, "recorded_rows").parse::<u32>().unwrap_or(0) >= 20);
+        at_least(
+            "recorded_rows",
+            stat(&c, "recorded_rows"),
+            20.0,
+            Basis::Property,
+            "rows of counts recorded",
+        );
         assert_eq!(check(&c, "replay_idiv"), "compute");
         // `--pmu auto` in a VM without a PMU: one plain line, hints still work.
         assert!(
@@ -656,24 +797,11 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
     });
 }
 
-/// Switches a second a switch storm must sustain for 30 s under load:
-/// the figure. `sky-work policy-storm` sends 256 switches in one
-/// write on one connection and reads their answers; the control thread
-/// publishes each straight into BPF's memory (256 policy slots, none
-/// rewritten within 16 ms of leaving the live one). Under TCG with a
-/// compute task per CPU, SKY-1's processes and a wakeup storm through the
-/// storm (two loads overlapping for part of it), five runs:
-/// 1,720 / 2,380 / 2,381 / 2,186 / 2,101 a second (51,712 to 71,424
-/// switches; a batch answered in 72-109 ms at p50), no refusal, no
-/// ejection, every load process done: the bound is 1.7 times below the
-/// worst run.
-const STORM_MIN_PER_S: f64 = 1000.0;
-
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn policies_switch_at_runtime_without_a_reload() {
     on_a_quiet_host(|| {
-        let out = run_scenario_with("switch", "30", "1x2x2");
+        let out = run_scenario_with("switch", "10", "1x2x2");
         let c = checks(&out);
         assert_clean_exit(&c);
         for p in ["sky1-strict", "vtime", "sky1"] {
@@ -726,8 +854,7 @@ fn policies_switch_at_runtime_without_a_reload() {
         assert!(json_dispatches > 0.0, "the JSON sample counted no dispatch");
         assert_eq!(check(&c, "om_last"), "#_EOF");
         assert_eq!(check(&c, "om_dispatches"), "1");
-        // `timeout 8 scx_sky --monitor 1`: 2-7 lines in four runs (a process
-        // starting under load in TCG takes seconds).
+        // `scx_sky --monitor 1` until its first line.
         assert!(
             check(&c, "monitor_lines").parse::<u32>().unwrap_or(0) >= 1,
             "--monitor printed no line"
@@ -763,14 +890,19 @@ fn policies_switch_at_runtime_without_a_reload() {
         }
         assert_eq!(drive.get("steps_done"), drive.get("steps"), "{drive:?}");
         assert_eq!(check(&c, "drive_running"), "sky1-strict");
+        // The storm as fast as the socket answers: none refused, at least
+        // a window of them, and every answer a switch applied (a new
+        // generation). How many a second is the host's speed: the
+        // benchmark's figure (`cargo xtask bench`, docs/results.md).
         let storm = report::one_line(&out, "result workload=policy-storm").unwrap();
-        // Shown with --nocapture: the figure the bound below was set from.
         eprintln!("storm: {storm:?}");
         assert_eq!(stat(&storm, "refused"), 0.0, "{storm:?}");
-        assert!(stat(&storm, "per_s") >= STORM_MIN_PER_S, "{storm:?}");
-        assert!(
-            stat(&storm, "switches") >= 30.0 * STORM_MIN_PER_S,
-            "{storm:?}"
+        let switches = stat(&storm, "switches");
+        assert!(switches >= stat(&storm, "window"), "{storm:?}");
+        assert_eq!(
+            stat(&c, "storm_generations"),
+            switches,
+            "switches answered against generations moved: {storm:?}"
         );
         assert_enabled(&c, "state_after_storm");
         // One enable for the whole run, and no disable but the final one.
@@ -781,10 +913,7 @@ fn policies_switch_at_runtime_without_a_reload() {
         let total = report::one_line(&out, "stats total:").unwrap();
         // The sample read mid-run is part of the scheduler's own totals.
         assert!(json_dispatches <= stat(&total, "dispatches"), "{total:?}");
-        assert!(
-            stat(&total, "generation") >= 30.0 * STORM_MIN_PER_S,
-            "{total:?}"
-        );
+        assert!(stat(&total, "generation") >= switches, "{total:?}");
     });
 }
 
@@ -811,24 +940,28 @@ fn hostile_load_with_hotplug_never_stalls() {
             "the tracepoint observer failed or lost events"
         );
         let groups = report::lines_with(&out, "result observer=trace ");
+        let promise = Promise::of(&out, &out);
         for name in HOSTILE_GROUPS {
             let g = trace_group(&groups, name);
-            let clear_ms = stat(g, "max_clear_wait_us") / 1000.0;
-            assert!(
-                clear_ms <= host_wait_bound(HOSTILE_WAIT_BOUND_MS),
-                "a {name} thread waited {clear_ms} ms: {g:?}"
+            promise.judge(
+                &format!("wait_max[{name}]"),
+                stat(g, "max_clear_wait_us") / 1000.0,
+                HOSTILE_WAIT_TICKS,
+                format_args!("a {name} thread, no CPU going off- or online: {g:?}"),
             );
-            let wait_ms = stat(g, "max_wait_us") / 1000.0;
-            assert!(
-                wait_ms <= host_wait_bound(HOSTILE_HOTPLUG_WAIT_BOUND_MS),
-                "a {name} thread waited {wait_ms} ms across a CPU going off- or online: {g:?}"
+            promise.judge(
+                &format!("wait_max_hotplug[{name}]"),
+                stat(g, "max_wait_us") / 1000.0,
+                HOSTILE_HOTPLUG_WAIT_TICKS,
+                format_args!("a {name} thread, across a CPU going off- or online: {g:?}"),
             );
         }
         let total = report::one_line(&out, "result observer=trace total").unwrap();
-        let open_ms = stat(&total, "open_max_us") / 1000.0;
-        assert!(
-            open_ms <= host_wait_bound(HOSTILE_HOTPLUG_WAIT_BOUND_MS),
-            "a task was still waiting after {open_ms} ms when tracing stopped: {total:?}"
+        promise.judge(
+            "open_wait",
+            stat(&total, "open_max_us") / 1000.0,
+            HOSTILE_HOTPLUG_WAIT_TICKS,
+            format_args!("a task still waiting when tracing stopped: {total:?}"),
         );
     });
 }
@@ -842,21 +975,27 @@ fn nice_weights_hold_and_every_preset_is_healthy() {
         assert_no_fault(&c, "dmesg_errors", "dmesg reports errors");
         let share = report::one_line(&out, "result workload=share").unwrap();
         let (got, want) = (stat(&share, "share_ratio"), stat(&share, "weight_ratio"));
-        assert!(
-            (got / want - 1.0).abs() <= 0.10,
-            "nice 0 vs 5 got {got:.2}x the CPU, weights say {want:.2}x: {share:?}"
+        at_most(
+            "nice_share_vs_weights_off",
+            (got / want - 1.0).abs(),
+            0.10,
+            Basis::Property,
+            format_args!("nice 0 vs 5 got {got:.2}x the CPU, weights say {want:.2}x: {share:?}"),
         );
-        for policy in ["sky1", "sky1-strict", "vtime"] {
+        let promises = Promise::all(&out, &out);
+        let policies = ["sky1", "sky1-strict", "vtime"];
+        // One start for the shares, then one per preset.
+        assert_eq!(promises.len(), 1 + policies.len(), "{promises:?}");
+        for (policy, promise) in policies.iter().zip(&promises[1..]) {
             assert_enabled(&c, &format!("state_after_{policy}"));
             let run = report::lines_with(&out, &format!("result policy={policy} "));
             assert_eq!(run.len(), 1, "{policy} printed no result");
             assert!(stat(&run[0], "passes") > 0.0, "{policy}: no work done");
-            let wait_ms = stat(&run[0], "wait_max_us") / 1000.0;
-            eprintln!("{policy}: the longest wait {wait_ms} ms");
-            assert!(
-                wait_ms <= host_wait_bound(WAIT_BOUND_MS),
-                "{policy}: a task waited {wait_ms} ms: {:?}",
-                run[0]
+            promise.judge(
+                &format!("wait_max[{policy}]"),
+                stat(&run[0], "wait_max_us") / 1000.0,
+                FAIRNESS_WAIT_TICKS,
+                format_args!("{policy}: {:?}", run[0]),
             );
         }
     });
@@ -919,5 +1058,27 @@ fn pvas_queue_survives_crashes_on_dax() {
             "the kernel shows no MAP_SYNC mapping (VmFlags sf) for the space"
         );
         assert_eq!(out.status, 0, "pvas-dax exited {}:\n{}", out.status, tail());
+    });
+}
+
+/// The smoke (load, sky1's placement, a clean exit) in the oldest Debian
+/// kernel with sched_ext: the other VM tests boot the newest, so scx_sky
+/// keeps loading on every kernel in between (`cargo xtask matrix --all`
+/// boots each series).
+#[test]
+#[ignore = "boots a VM: run with cargo xtask test"]
+fn the_oldest_kernel_with_sched_ext_runs_the_smoke() {
+    on_a_quiet_host(|| {
+        let kernels = matrix::choose(&matrix::Which::Oldest)
+            .unwrap_or_else(|e| panic!("no oldest kernel: {e:#}"));
+        let cfg = VmConfig {
+            topology: "2x1x2".parse().unwrap(),
+            timeout: Duration::from_secs(600),
+            ..VmConfig::default()
+        };
+        let results = matrix::run(&kernels, &cfg);
+        matrix::print_table(&results);
+        assert_eq!(results.len(), 1);
+        assert!(results[0].passed(), "{:?}", results[0]);
     });
 }

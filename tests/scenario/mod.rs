@@ -1,11 +1,15 @@
 //! Running a tests/vm/ scenario in the VM and reading what it printed:
 //! shared by the VM integration tests.
 
+// Each test binary uses part of what is re-exported here.
+#![allow(unused_imports)]
+
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
+pub use xtask::judge::{self, at_least, at_most, Basis};
+use xtask::judge::{Outcome, Verdict};
 use xtask::report::{self, Fields};
 use xtask::vm::{self, VmConfig};
 
@@ -71,6 +75,16 @@ pub fn run_scenario_configured(scenario: &str, args: &str, cfg: &VmConfig) -> St
     let topology = cfg.topology;
     let out = vm::run(cfg, &format!("sh ./{scenario}.sh {args}"))
         .unwrap_or_else(|e| panic!("scenario {scenario} could not run: {e:#}"));
+    // What the host took from the run, for a failure's output, and once
+    // more past the test harness's capture, so that every CI log shows
+    // each VM run's time; noted before the exit status is judged, so that
+    // a script that gave up waiting on a busy host is measured again.
+    eprintln!("sky-vm: {}", out.host);
+    judge::emit(&format!(
+        "sky-vm: scenario {scenario} {args} on {topology}: {}",
+        out.host
+    ));
+    note_host_lost(out.host.lost_share());
     assert_eq!(
         out.status,
         0,
@@ -78,16 +92,6 @@ pub fn run_scenario_configured(scenario: &str, args: &str, cfg: &VmConfig) -> St
         out.status,
         vm::tail(&out.output, 60)
     );
-    // What the host took from the run, for a failure's output, and once
-    // more past the test harness's capture, so that every CI log shows
-    // each VM run's time.
-    eprintln!("sky-vm: {}", out.host);
-    let _ = writeln!(
-        std::io::stderr(),
-        "sky-vm: scenario {scenario} {args} on {topology}: {}",
-        out.host
-    );
-    note_host_lost(out.host.lost_share());
     out.output
 }
 
@@ -118,6 +122,75 @@ pub const HOST_LOST_SHARE_RETRY: f64 = 0.04;
 /// 208 ms at 0.202 (quiet: 71-92 ms, 2.3x); 1 + 5 x 0.312 = 2.6 leaves the
 /// rest to the retry.
 pub const HOST_WAIT_STRETCH: f64 = 5.0;
+
+/// The longest wait scx_sky promises in a run, from what the run printed:
+/// its wait bound and largest slice (lib.sh `start_sky`'s `result promise`
+/// line, from the daemon's start-up line) and the guest's timer tick
+/// (`check tick_hz`). A wait is judged in ticks past this promise, the
+/// scheduler's own units, not in milliseconds of a particular guest: the
+/// bound, the slices and the tick are all guest time, which a slower or
+/// faster TCG host does not stretch; what TCG adds (a reschedule IPI waits
+/// for its vCPU's turn) is the allowance in ticks each test sets from its
+/// ten runs (docs/vm-bounds.md).
+#[derive(Debug, Clone, Copy)]
+pub struct Promise {
+    pub bound_ms: f64,
+    pub slice_ms: f64,
+    pub tick_ms: f64,
+}
+
+impl Promise {
+    /// Every promise line in `text` (one per scx_sky start, in order), with
+    /// the tick from `whole`, the scenario's whole output.
+    pub fn all(text: &str, whole: &str) -> Vec<Promise> {
+        let hz = stat(&checks(whole), "tick_hz");
+        report::lines_with(text, "result promise ")
+            .iter()
+            .map(|p| Promise {
+                bound_ms: stat(p, "bound_ms"),
+                slice_ms: stat(p, "slice_max_us") / 1000.0,
+                tick_ms: 1000.0 / hz,
+            })
+            .collect()
+    }
+
+    /// The only promise in `text`.
+    pub fn of(text: &str, whole: &str) -> Promise {
+        let all = Promise::all(text, whole);
+        assert_eq!(all.len(), 1, "one scx_sky start, one promise: {all:?}");
+        all[0]
+    }
+
+    /// The bound plus a slice, in ms: what a task may wait before BPF's
+    /// rescue must have run it.
+    pub fn ms(&self) -> f64 {
+        self.bound_ms + self.slice_ms
+    }
+
+    /// How many ticks past the promise a wait of `wait_ms` went (negative
+    /// within it).
+    pub fn ticks_past(&self, wait_ms: f64) -> f64 {
+        (wait_ms - self.ms()) / self.tick_ms
+    }
+
+    /// Judges a wait: at most `ticks` past the promise on a quiet host,
+    /// the whole bound stretched by what the host took (`host_wait_bound`).
+    #[track_caller]
+    pub fn judge(&self, name: &str, wait_ms: f64, ticks: f64, context: impl std::fmt::Display) {
+        let bound_ms = host_wait_bound(self.ms() + ticks * self.tick_ms);
+        at_most(
+            &format!("{name}_ticks_past_promise"),
+            self.ticks_past(wait_ms),
+            self.ticks_past(bound_ms),
+            Basis::Property,
+            format_args!(
+                "waited {wait_ms:.1} ms against a promise of {:.0} ms ({:?}): {context}",
+                self.ms(),
+                self
+            ),
+        );
+    }
+}
 
 /// The largest share of a run the host took over this attempt's runs.
 pub fn host_lost_share() -> f64 {
@@ -153,9 +226,22 @@ pub const HOST_ATTEMPTS: u32 = 3;
 /// host. Each attempt's figures stay in the output (a failed one's panic,
 /// and a line naming the retry that is printed even when the test passes).
 pub fn on_a_quiet_host(body: impl Fn()) {
+    let verdict = |attempt, outcome| {
+        judge::emit(
+            &Verdict {
+                test: judge::test_name(),
+                attempt,
+                outcome,
+                lost_share: host_lost_share(),
+            }
+            .to_string(),
+        )
+    };
     for attempt in 1..=HOST_ATTEMPTS {
         HOST_LOST_MAX.with(|m| m.set(0.0));
+        judge::set_attempt(attempt);
         let Err(failure) = panic::catch_unwind(AssertUnwindSafe(&body)) else {
+            verdict(attempt, Outcome::Pass);
             return;
         };
         let lost = host_lost_share();
@@ -168,18 +254,19 @@ pub fn on_a_quiet_host(body: impl Fn()) {
             || attempt == HOST_ATTEMPTS
             || why.contains(SCHEDULER_FAULT)
         {
+            verdict(attempt, Outcome::Fail);
             panic::resume_unwind(failure);
         }
+        verdict(attempt, Outcome::Retry);
         // Written to the stream itself, not captured with the test's
         // output, so that a retry shows in the log of a run that passes.
-        let _ = writeln!(
-            std::io::stderr(),
+        judge::emit(&format!(
             "sky-vm: {} failed (attempt {attempt} of {HOST_ATTEMPTS}) while the host took \
              {lost:.3} of a run (more than {HOST_LOST_SHARE_RETRY}): measuring again; \
              it failed with: {}",
-            std::thread::current().name().unwrap_or("a VM test"),
+            judge::test_name(),
             why.lines().next().unwrap_or("")
-        );
+        ));
     }
 }
 

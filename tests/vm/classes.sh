@@ -24,26 +24,37 @@ sky-work compute --kind idiv --seconds 3 &
 idiv=$!
 sky-work compute --kind idiv --seconds 3
 wait "$pm" "$idiv"
-i=0
-while [ "$i" -lt 20 ]; do
-	sky-work compute --kind matmul --seconds 0.02 >/dev/null
-	i=$((i + 1))
-done
-echo "check state_after_load=$(state)"
-
 mb_ns() {
 	scx_sky stats --json | sed -n 's/.*"ran_ns_memory_bound":\([0-9]*\).*/\1/p'
 }
-# short_matadds: 20 cpu-matadd processes of 20 ms; prints the memory-bound
-# nanoseconds they added.
+# run_ms_sum FILE: the run time (ms, the kernel's, since each took its
+# name) of the processes whose result lines FILE holds.
+run_ms_sum() {
+	sed -n 's/.* run_ms=\([0-9]*\).*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }'
+}
+: >/tmp/matmul.out
+i=0
+while [ "$i" -lt 20 ]; do
+	sky-work compute --kind matmul --seconds 0.02 >>/tmp/matmul.out
+	i=$((i + 1))
+done
+echo "check matmul_run_ms=$(run_ms_sum /tmp/matmul.out)"
+echo "check matmul_mb_ns=$(mb_ns)"
+echo "check state_after_load=$(state)"
+
+# short_matadds NAME: 20 cpu-matadd processes of 20 ms; prints the
+# memory-bound nanoseconds they added (check NAME_mb_ns) and their run
+# time (check NAME_run_ms).
 short_matadds() {
 	before=$(mb_ns)
+	: >/tmp/matadd.out
 	i=0
 	while [ "$i" -lt 20 ]; do
-		sky-work compute --kind matadd --seconds 0.02 >/dev/null
+		sky-work compute --kind matadd --seconds 0.02 >>/tmp/matadd.out
 		i=$((i + 1))
 	done
-	echo $(($(mb_ns) - before))
+	echo "check ${1}_mb_ns=$(($(mb_ns) - before))"
+	echo "check ${1}_run_ms=$(run_ms_sum /tmp/matadd.out)"
 }
 # long_matadds: two cpu-matadd processes of 3 s; after 2 s, the daemon's
 # census and gangs.
@@ -61,10 +72,10 @@ printf '%s\n' 'name = "hinted"' 'description = "sky1, cpu-matadd memory-bound an
 	'sleeper_credit_us = 5000' 'starve_ms = 50' '[[class_rule]]' 'comm = "cpu-matadd"' \
 	'class = "memory-bound"' '[[gang_rule]]' 'comm = "cpu-matadd"' 'memory_bound = true' \
 	>/tmp/hinted.toml
-echo "check before_switch_mb_ns=$(short_matadds)"
+short_matadds before_switch
 scx_sky policy set /tmp/hinted.toml >/dev/null
 echo "check switch_exit=$?"
-echo "check hinted_mb_ns=$(short_matadds)"
+short_matadds hinted
 stats_lines=$(grep -c 'stats: ' /tmp/sky.log)
 long_matadds
 sed 's/^/hinted gangs: /' /tmp/gangs.txt
@@ -73,7 +84,7 @@ echo "check hinted_census=$(tail -n +$((stats_lines + 1)) /tmp/sky.log | grep 's
 	grep -c 'memory-bound=2')"
 scx_sky policy set sky1 >/dev/null
 echo "check back_exit=$?"
-echo "check back_mb_ns=$(short_matadds)"
+short_matadds back
 long_matadds
 sed 's/^/back gangs: /' /tmp/gangs.txt
 echo "check back_rule_gangs=$(grep -c '^gang .*rule' /tmp/gangs.txt)"

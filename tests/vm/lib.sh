@@ -27,6 +27,12 @@ state() {
 	cat /sys/kernel/sched_ext/state
 }
 
+# phase NAME: where a scenario is, with the guest's uptime, so that a log
+# shows where its time went.
+phase() {
+	echo "phase $1 uptime_s=$(cut -d' ' -f1 /proc/uptime)"
+}
+
 # alive PID: the process exists and is not a zombie waiting to be reaped.
 alive() {
 	[ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat" 2>/dev/null
@@ -47,8 +53,9 @@ wait_line() {
 	done
 }
 
-# wait_state WANT [PID]: wait up to 30 s for sched_ext to reach WANT; give
-# up at once if PID (the scheduler) has exited.
+# wait_state WANT [PID]: wait up to $SKY_STATE_WAIT_S seconds (120) for
+# sched_ext to reach WANT; give up at once if PID (the scheduler) has
+# exited.
 wait_state() {
 	tries=0
 	while [ "$(state)" != "$1" ]; do
@@ -57,13 +64,17 @@ wait_state() {
 			return 1
 		fi
 		tries=$((tries + 1))
-		if [ "$tries" -gt 300 ]; then
+		if [ "$tries" -gt "$((${SKY_STATE_WAIT_S:-120} * 10))" ]; then
 			echo "check timeout_waiting_for=$1 state=$(state)"
 			return 1
 		fi
 		sleep 0.1
 	done
 }
+
+# The guest's timer tick, the unit waits are judged in (tests/scenario's
+# Promise).
+echo "check tick_hz=$(sed -n 's/^CONFIG_HZ=//p' "/boot/config-$(uname -r)")"
 
 # A stall must fail a scenario in seconds, not hide under the kernel's 30 s
 # default: the sched_ext watchdog ejects a scheduler that leaves any
@@ -84,11 +95,19 @@ wait_reload() {
 
 # start_sky ARGS...: start scx_sky in the background and wait until
 # sched_ext is enabled or scx_sky exits, at most $SKY_START_WAIT_S seconds
-# (30; verifying the BPF can take a minute under TCG on some kernels). On
+# (180: these waits only guard against a hang, and verifying the BPF can
+# take a minute under TCG on some kernels or under load). On
 # failure it shows the log, says how the start ended, and leaves sched_ext
 # disabled so another scheduler can be tried.
 start_sky() {
-	start_sched scx_sky "$@"
+	start_sched scx_sky "$@" || return 1
+	promise
+}
+
+# promise: the wait the running scx_sky promises, from its start-up line
+# (tests/scenario's Promise judges waits in ticks past it).
+promise() {
+	sed -n 's/.*slice \([0-9]*\)-\([0-9]*\) us, .*wait bound \([0-9]*\) ms.*/result promise slice_min_us=\1 slice_max_us=\2 bound_ms=\3/p' /tmp/sky.log
 }
 
 # start_sched PROGRAM ARGS...: the same for any sched_ext scheduler (the
@@ -106,9 +125,9 @@ start_sched() {
 			wait_state disabled
 			return 1
 		fi
-		if [ "$tenths" -ge "$((${SKY_START_WAIT_S:-30} * 10))" ]; then
+		if [ "$tenths" -ge "$((${SKY_START_WAIT_S:-180} * 10))" ]; then
 			cat /tmp/sky.log
-			echo "check sky_start_timeout=${SKY_START_WAIT_S:-30}s state=$(state)"
+			echo "check sky_start_timeout=${SKY_START_WAIT_S:-180}s state=$(state)"
 			kill -INT "$SKY_PID"
 			wait "$SKY_PID"
 			wait_state disabled
@@ -134,14 +153,14 @@ dump_stuck() {
 }
 
 # stop_sky: SIGINT, wait for a clean exit, show its log. A scheduler that
-# has not detached after $SKY_STOP_WAIT_S seconds (20; it takes well under
+# has not detached after $SKY_STOP_WAIT_S seconds (60; it takes well under
 # one) is reported with a dump of where it is stuck, and killed.
 stop_sky() {
 	kill -INT "$SKY_PID"
 	tenths=0
 	while alive "$SKY_PID"; do
-		if [ "$tenths" -ge "$((${SKY_STOP_WAIT_S:-20} * 10))" ]; then
-			echo "check sky_stop_timeout=${SKY_STOP_WAIT_S:-20}s state=$(state)"
+		if [ "$tenths" -ge "$((${SKY_STOP_WAIT_S:-60} * 10))" ]; then
+			echo "check sky_stop_timeout=${SKY_STOP_WAIT_S:-60}s state=$(state)"
 			dump_stuck "$SKY_PID"
 			kill -KILL "$SKY_PID"
 			break
@@ -214,8 +233,8 @@ named_work() {
 	dir=$1
 	shift
 	mkdir -p "$dir"
-	for n in "$@"; do
-		ln -sf "$(command -v sky-work)" "$dir/$n"
+	for named_work_name in "$@"; do
+		ln -sf "$(command -v sky-work)" "$dir/$named_work_name"
 	done
 }
 

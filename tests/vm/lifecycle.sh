@@ -13,7 +13,7 @@ scx_sky --stats-interval 0 >/tmp/second.log 2>&1
 echo "check second_exit=$?"
 echo "check second_named_ops=$(grep -c 'another sched_ext scheduler is running: sky_' /tmp/second.log)"
 echo "check first_still_controlled=$(scx_sky policy get >/dev/null 2>&1 && echo yes || echo no)"
-sky-work burn --threads "$(nproc)" --seconds 2
+sky-work burn --threads "$(nproc)" --seconds 1
 
 kill -KILL "$SKY_PID"
 wait "$SKY_PID"
@@ -22,12 +22,14 @@ echo "check state_after_sigkill=$(state)"
 sky-work burn --threads 2 --seconds 1 >/dev/null
 # --monitor started with no scheduler up waits for one, and follows it
 # through a stop and a new start (as the scx schedulers' monitors do).
+# Each step waits for what the monitor prints, however long a process
+# takes to start here.
 scx_sky --monitor 1 >/tmp/monitor.out 2>&1 &
 MONITOR_PID=$!
-sleep 2
+wait_line /tmp/monitor.out 'waiting for scx_sky' "$MONITOR_PID" 600 >/dev/null
 start_sky --stats-interval 0 || exit 1
 echo "check state_reattached=$(state)"
-sleep 3
+wait_line /tmp/monitor.out '^policy=' "$MONITOR_PID" 600 >/dev/null
 stop_sky >/dev/null
 echo "check state_after=$(state)"
 # What the daemon made goes with it.
@@ -40,7 +42,11 @@ wait_reload
 sky-work burn --threads "$(nproc)" --seconds 1 >/dev/null
 echo "check state_after_restart=$(state) cpu3_online=$(cat /sys/devices/system/cpu/cpu3/online)"
 echo "check attaches=$(grep -c 'scx_sky attached' /tmp/sky.log)"
-sleep 3
+tenths=0
+until sed -n '/again/,$p' /tmp/monitor.out | grep -q '^policy=' || [ "$tenths" -ge 600 ]; do
+	sleep 0.1
+	tenths=$((tenths + 1))
+done
 echo "check monitor_alive=$(alive "$MONITOR_PID" && echo yes || echo no)"
 kill "$MONITOR_PID"
 echo "check monitor_waits=$(grep -c 'waiting for scx_sky' /tmp/monitor.out)"

@@ -7,7 +7,7 @@
 # would sort ahead of the hogs and preempt them. The observer prints each
 # group's CPU time (`placement ... run_ms=`) and longest wait; the watchdog
 # ejects a scheduler that leaves a task waiting SCX_TIMEOUT_MS (3000).
-# ${1:-8}: seconds per scheduler.
+# ${1:-8}: seconds per scheduler; ${2:-"eevdf sky"}: which of the two.
 . ./lib.sh
 secs=${1:-8}
 
@@ -24,11 +24,15 @@ nb_run() {
 	stop_trace
 }
 
-echo "run scheduler=eevdf"
-nb_run
-echo "run scheduler=sky"
-start_sky --stats-interval 0 || exit 1
-nb_run
-echo "check state_after_sky=$(state)"
-stop_sky
+for sched in ${2:-eevdf sky}; do
+	echo "run scheduler=$sched"
+	if [ "$sched" = eevdf ]; then
+		nb_run
+		continue
+	fi
+	start_sky --stats-interval 0 || exit 1
+	nb_run
+	echo "check state_after_sky=$(state)"
+	stop_sky
+done
 report_dmesg

@@ -4,7 +4,9 @@
 # and come back. Then ${1:-2000} sleepers (sky-work sleepers: 20 us of
 # work and a 5 us sleep, in a loop: far more runnable threads than the
 # 4 CPUs serve within a wait bound) for ${2:-20} s, as two processes, the
-# second started half way. The sleepers are their own observer, the same
+# second joining half way (both made at once, parked, each released all
+# together: made under the load, making them would take minutes and be
+# most of what is measured). The sleepers are their own observer, the same
 # under every scheduler: loops done, the least and the median thread's,
 # and the longest any thread went between two loops (a wait bound that
 # fails shows there). (The tracepoint observer is left out: its reader,
@@ -29,17 +31,24 @@ overload_run() {
 	churn_run
 	began=$(date +%s)
 	half=$((threads / 2))
-	sky-work sleepers --threads "$half" --seconds "$secs" &
+	sky-work sleepers --threads "$half" --seconds "$secs" \
+		--release-on-sigusr1 >/tmp/sleepers-1.out 2>&1 &
 	first=$!
-	sleep "$((secs / 2))"
-	sky-work sleepers --threads "$((threads - half))" --seconds "$((secs / 2))" &
+	sky-work sleepers --threads "$((threads - half))" --seconds "$((secs / 2))" \
+		--release-on-sigusr1 >/tmp/sleepers-2.out 2>&1 &
 	second=$!
+	wait_line /tmp/sleepers-1.out 'sleepers: parked' "$first" 3000 >/dev/null
+	wait_line /tmp/sleepers-2.out 'sleepers: parked' "$second" 3000 >/dev/null
+	kill -USR1 "$first"
+	sleep "$((secs / 2))"
+	kill -USR1 "$second"
 	wait "$first"
 	echo "check first_sleepers_exit=$?"
 	wait "$second"
 	echo "check second_sleepers_exit=$?"
-	# Wall time of the sleepers phase: making, measuring and joining the
-	# threads, all under the load they make.
+	cat /tmp/sleepers-1.out /tmp/sleepers-2.out
+	# Wall time of the sleepers phase: making (parked), measuring and
+	# joining the threads (under the load they make).
 	echo "check sleepers_phase_${sched}_s=$(($(date +%s) - began))"
 }
 

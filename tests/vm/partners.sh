@@ -3,7 +3,8 @@
 # persistent queue; the members spin, yield and sleep on a futex while
 # they wait for each other) on an otherwise idle machine, under EEVDF,
 # `sky` (sky1) and `sky-nogangs` (sky1 --gangs false: partners off, the
-# ablation) in turn in one boot, each run ${1:-2} times as new processes,
+# ablation) in turn in one boot, each run ${1:-2} times as new processes
+# (the ablation ${3:-$1} times: its figure is that the rule never fires),
 # with the tracepoint observer: its `partners group=sky-pvas-bench` line
 # says how long a member waited on the CPU where the other ran while
 # another CPU idled. The space lives on tmpfs: placement is judged here,
@@ -11,6 +12,7 @@
 . ./lib.sh
 runs=${1:-2}
 scheds=${2:-eevdf sky sky-nogangs}
+nogangs_runs=${3:-$runs}
 
 pair_run() {
 	start_trace || return 1
@@ -32,7 +34,10 @@ for sched in $scheds; do
 		continue
 		;;
 	sky) start_sky --stats-interval 0 || exit 1 ;;
-	sky-nogangs) start_sky --stats-interval 0 --gangs false || exit 1 ;;
+	sky-nogangs)
+		start_sky --stats-interval 0 --gangs false || exit 1
+		runs=$nogangs_runs
+		;;
 	esac
 	pair_run
 	echo "check state_after_$sched=$(state)"

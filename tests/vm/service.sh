@@ -27,29 +27,29 @@ SCX_SKY_FLAGS="--policy site --pmu software --class mb-a=memory-bound"
 SCX_TIMEOUT_MS=$SCX_TIMEOUT_MS
 EOF
 
-# A compute task per CPU, and a shared space of two member processes
-# (memory-bound by their name's class: a gang with a home), started
-# before the service as on a running machine. They outlive every check
-# (killed at the end): the BPF load alone takes ~25 s under TCG with
-# them running, and 60 s loads ended before the checks in one CI run.
+# A shared space of two member processes (memory-bound by their name's
+# class: a gang with a home), started before the service as on a running
+# machine, and a compute task per CPU once it runs (with them all running
+# the BPF load alone took 13-25 s under TCG). They outlive every check
+# (killed once those are done).
 load=
-i=0
-while [ "$i" -lt "$n" ]; do
-	sky-work compute --kind idiv --seconds 300 >/dev/null &
-	load="$load $!"
-	i=$((i + 1))
-done
 scx_sky pvas create svc --members 2 --segment-mb 2 >/dev/null || echo "check space_created=0"
 named_work /tmp/gang-bin mb-a
-scx_sky pvas run svc --id 1 -- /tmp/gang-bin/mb-a gang --threads 2 --mb 4 --seconds 300 >/dev/null &
+scx_sky pvas run svc --id 1 -- /tmp/gang-bin/mb-a gang --threads 1 --mb 4 --seconds 900 >/dev/null &
 load="$load $!"
-scx_sky pvas run svc --id 2 -- /tmp/gang-bin/mb-a gang --threads 1 --mb 4 --seconds 300 >/dev/null &
+scx_sky pvas run svc --id 2 -- /tmp/gang-bin/mb-a gang --threads 1 --mb 4 --seconds 900 >/dev/null &
 load="$load $!"
 
 systemctl start scx_sky
 echo "check start_exit=$?"
-wait_state enabled || systemctl status --no-pager scx_sky
+SKY_STATE_WAIT_S=300 wait_state enabled || systemctl status --no-pager scx_sky
 pid=$(systemctl show -p MainPID --value scx_sky)
+i=0
+while [ "$i" -lt "$n" ]; do
+	sky-work compute --kind idiv --seconds 900 >/dev/null &
+	load="$load $!"
+	i=$((i + 1))
+done
 echo "check main_exe=$(readlink "/proc/$pid/exe")"
 echo "check env_timeout=$(tr '\0' '\n' <"/proc/$pid/environ" | grep -c "^SCX_TIMEOUT_MS=$SCX_TIMEOUT_MS\$")"
 echo "check no_new_privs=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "/proc/$pid/status")"
@@ -61,11 +61,28 @@ scx_sky policy get >/tmp/get.out
 echo "check policy=$(policy_name)"
 echo "check starve_ms=$(sed -n 's/^starve_ms = //p' /tmp/get.out)"
 
-# Give the daemon a few periods to class, charge and group.
-sleep 5
-scx_sky stats --json >/tmp/stats.json
-echo "check pmu_charges=$(sed -n 's/.*"pmu_charges":\([0-9]*\).*/\1/p' /tmp/stats.json)"
-scx_sky top --snapshot >/tmp/top.txt 2>&1
+# Until the daemon has charged counts (a period or two), at most 60 s; a
+# statistics read that fails shows where the daemon's threads were.
+pmu_charges() {
+	scx_sky stats --json >/tmp/stats.json 2>/tmp/stats.err || {
+		cat /tmp/stats.err
+		dump_stuck "$pid" | grep -v '^stuck: \[' | head -n 60
+	}
+	sed -n 's/.*"pmu_charges":\([0-9]*\).*/\1/p' /tmp/stats.json
+}
+tries=0
+until [ "$(pmu_charges)" -gt 0 ] 2>/dev/null || [ "$tries" -ge 120 ]; do
+	sleep 0.5
+	tries=$((tries + 1))
+done
+echo "check pmu_charges=$(pmu_charges)"
+# Until a compute task shows a wait p99 (they start slowly under TCG).
+tries=0
+until scx_sky top --snapshot >/tmp/top.txt 2>&1 &&
+	grep -Eq 'cpu-idiv +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' /tmp/top.txt || [ "$tries" -ge 60 ]; do
+	sleep 0.5
+	tries=$((tries + 1))
+done
 if grep -Eq 'cpu-idiv +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ ' /tmp/top.txt; then
 	echo "check top_p99=1"
 else
@@ -74,7 +91,7 @@ fi
 # A member process (`pvas run` starts it as its child).
 member=$(pidof mb-a | cut -d' ' -f1)
 tries=0
-until scx_sky gangs --pid "$member" | grep -q '(space svc (uid 0): processes [0-9]*,[0-9]*,' || [ "$tries" -ge 20 ]; do
+until scx_sky gangs --pid "$member" | grep -q '(space svc (uid 0): processes [0-9]*,[0-9]*,' || [ "$tries" -ge 120 ]; do
 	sleep 0.5
 	tries=$((tries + 1))
 done
@@ -111,7 +128,7 @@ polkit.addRule(function(action, subject) {
 EOF
 # polkitd reloads its rules when the directory changes.
 tries=0
-until su nobody -s /bin/sh -c 'scx_sky policy set vtime' >/tmp/bus-allowed.out 2>&1 || [ "$tries" -ge 20 ]; do
+until su nobody -s /bin/sh -c 'scx_sky policy set vtime' >/tmp/bus-allowed.out 2>&1 || [ "$tries" -ge 60 ]; do
 	sleep 0.5
 	tries=$((tries + 1))
 done
@@ -130,7 +147,7 @@ kill -KILL "$pid"
 tries=0
 while { [ "$(systemctl show -p MainPID --value scx_sky)" = "$pid" ] ||
 	[ "$(systemctl show -p MainPID --value scx_sky)" = 0 ] ||
-	[ "$(state)" != enabled ]; } && [ "$tries" -lt 300 ]; do
+	[ "$(state)" != enabled ]; } && [ "$tries" -lt 1200 ]; do
 	sleep 0.1
 	tries=$((tries + 1))
 done
@@ -155,7 +172,7 @@ systemctl start scx_sky
 wait_state enabled
 tries=0
 until journalctl --no-pager -o cat -u scx_sky --since "$since" | grep -q 'openat2 is refused' ||
-	[ "$tries" -ge 20 ]; do
+	[ "$tries" -ge 120 ]; do
 	sleep 0.5
 	tries=$((tries + 1))
 done

@@ -6,7 +6,8 @@
 # of PM-writer run time beside a compute sibling (`result observer=trace
 # smt ...`). `sky` gets class hints for both kinds and pairs them;
 # `sky-nohints` runs the same load with no hints (and no PMU in the VM):
-# pairing must stay out of the way and SKY-1 stay healthy.
+# pairing must stay out of the way and SKY-1 stay healthy (over ${3:-$1}
+# processes in a row: what it checks holds from the first).
 #
 # The workloads are started through links named like them, so a process
 # has its name from exec on (no unnamed start-up beside a PM writer), and
@@ -14,6 +15,7 @@
 # small a part of what runs beside PM writers as it can be.
 . ./lib.sh
 rounds=${1:-10}
+nohints_rounds=${3:-$rounds}
 each=$(($(nproc) / 2))
 
 named_work /tmp/smt-bin pm-writer cpu-idiv
@@ -61,6 +63,7 @@ for sched in ${2:-eevdf sky sky-nohints}; do
 		;;
 	sky-nohints)
 		start_sky --stats-interval 0 || exit 1
+		rounds=$nohints_rounds
 		;;
 	esac
 	smt_run

@@ -20,10 +20,17 @@ named_work /tmp/trust mb-job cpu-victim
 chmod 755 /tmp/trust
 start_sky --stats-interval 1 --class 'mb-*=memory-bound' || exit 1
 
-/tmp/trust/cpu-victim compute --kind idiv --seconds 20 >/dev/null &
+# Every process below lives until the checks are done (killed then):
+# under TCG a process takes seconds to start, and the daemon's looks
+# seconds each under this load.
+/tmp/trust/cpu-victim compute --kind idiv --seconds 900 >/dev/null &
 root_victim=$!
-as_user bob 'echo $$ >/tmp/bob-victim.pid; exec /tmp/trust/cpu-victim compute --kind idiv --seconds 20 >/dev/null' &
-sleep 0.3
+as_user bob 'echo $$ >/tmp/bob-victim.pid; exec /tmp/trust/cpu-victim compute --kind idiv --seconds 900 >/dev/null' &
+tries=0
+until [ -s /tmp/bob-victim.pid ] || [ "$tries" -ge 1200 ]; do
+	sleep 0.1
+	tries=$((tries + 1))
+done
 bob_victim=$(cat /tmp/bob-victim.pid)
 for u in alice bob; do
 	mkdir -p "/tmp/$u-spaces"
@@ -32,21 +39,21 @@ for u in alice bob; do
 	echo "check create_exit_$u=$?"
 	sed "s/^/create $u: /" "/tmp/$u-create.txt"
 	for id in 1 2; do
-		as_user "$u" "scx_sky pvas run job --dir /tmp/$u-spaces --id $id -- /tmp/trust/mb-job gang --threads 2 --mb 4 --seconds 14" >"/tmp/$u-$id.txt" 2>&1 &
+		as_user "$u" "scx_sky pvas run job --dir /tmp/$u-spaces --id $id -- /tmp/trust/mb-job gang --threads 2 --mb 4 --seconds 900" >"/tmp/$u-$id.txt" 2>&1 &
 	done
 done
 space=$(sed -n 's/: .*//p' /tmp/alice-create.txt)
-as_user alice "sky-work relabel $space --id 3 --victim $root_victim --seconds 12" >/tmp/relabel-root.txt 2>&1 &
+as_user alice "sky-work relabel $space --id 3 --victim $root_victim --seconds 900" >/tmp/relabel-root.txt 2>&1 &
 relabel_root=$!
-as_user alice "sky-work relabel $space --id 4 --victim $bob_victim --seconds 12" >/tmp/relabel-bob.txt 2>&1 &
+as_user alice "sky-work relabel $space --id 4 --victim $bob_victim --seconds 900" >/tmp/relabel-bob.txt 2>&1 &
 relabel_bob=$!
 # Until both forged labels are listed and both spaces ganged (a process
 # starts slowly under TCG, and a look takes seconds under this load), at
-# most 20 s of uptime. The looks wait for the very lines the checks
-# below count: any two unproven labels were not enough (a CI run stopped
-# looking with root's label not yet listed).
+# most 120 s of uptime: only a guard against a hang. The looks wait for
+# the very lines the checks below count: any two unproven labels were not
+# enough (a CI run stopped looking with root's label not yet listed).
 uptime_s() { cut -d. -f1 /proc/uptime; }
-deadline=$(($(uptime_s) + 20))
+deadline=$(($(uptime_s) + 120))
 settled=no
 while [ "$(uptime_s)" -lt "$deadline" ]; do
 	sleep 0.5
@@ -78,7 +85,11 @@ done
 echo "check root_victim_ganged=$(grep -c 'in no gang' "/tmp/gangs-$root_victim.txt" | sed 's/^1$/no/')"
 echo "check bob_victim_ganged=$(grep -c 'in no gang' "/tmp/gangs-$bob_victim.txt" | sed 's/^1$/no/')"
 kill "$root_victim" "$bob_victim"
+# The relabels say what they wrote as they leave (SIGTERM); the members
+# just go.
+killall -TERM sky-work
 wait "$relabel_root" "$relabel_bob"
+killall mb-job
 cat /tmp/relabel-root.txt /tmp/relabel-bob.txt
 for f in /tmp/alice-1.txt /tmp/alice-2.txt /tmp/bob-1.txt /tmp/bob-2.txt; do
 	sed "s|^|$f: |" "$f"

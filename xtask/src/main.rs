@@ -116,7 +116,7 @@ enum Cmd {
         args: Vec<String>,
     },
     /// Everything CI runs: set-up, format, lint, unit and VM tests.
-    Test,
+    Test(TestArgs),
     /// Build (as you) and install scx_sky: the binaries, the presets,
     /// libsky_pvas with its header and pkg-config file, completions, man
     /// pages, the systemd unit and /etc/default/scx_sky (kept if there).
@@ -176,6 +176,22 @@ enum Cmd {
     /// the tracepoint observer and the cache model; Markdown tables and
     /// PNG plots (docs/evaluation.md).
     Eval(EvalArgs),
+}
+
+#[derive(Args, Clone)]
+struct TestArgs {
+    /// Only the VM tests (after the set-up and the build): no format,
+    /// lint or unit tests.
+    #[arg(long)]
+    vm_only: bool,
+    /// Run the VM tests this many times in a row and print each test's
+    /// passes out of them and the spread of every figure it judges
+    /// (target/repeat/flakes.md; each run's log beside it).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: Option<u32>,
+    /// Only the VM tests whose names contain one of these.
+    #[arg(last = true)]
+    filters: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -335,7 +351,7 @@ fn dispatch(cmd: Cmd) -> Result<()> {
                 exit_with(vm::run(&cfg, &scenario_command("demo")?)?.status)
             }
         }
-        Cmd::Test => test(),
+        Cmd::Test(args) => test(&args),
         Cmd::Install {
             prefix,
             destdir,
@@ -517,8 +533,23 @@ fn check_bpf_format() -> Result<()> {
     .context("the BPF C is not in the kernel style of bpf/.clang-format: run clang-format-19 -i bpf/*.[ch]")
 }
 
-fn test() -> Result<()> {
+fn test(args: &TestArgs) -> Result<()> {
     setup()?;
+    if !args.vm_only {
+        checks_and_unit_tests()?;
+    }
+    build()?;
+    // The VM tests one at a time: the machine has 2 cores. Among them the
+    // evaluation's CI slice (tests/eval.rs) and the oldest kernel's smoke
+    // (tests/vm.rs).
+    xtask::vm_tests::run(&xtask::vm_tests::Run {
+        repeat: args.repeat,
+        filters: args.filters.clone(),
+    })
+}
+
+/// Formatting, lints and every test that needs no VM.
+fn checks_and_unit_tests() -> Result<()> {
     run(cargo().args(["fmt", "--all", "--", "--check"]))
         .context("code is not formatted: run cargo fmt")?;
     check_bpf_format()?;
@@ -529,84 +560,19 @@ fn test() -> Result<()> {
     run(cargo()
         .args(["clippy", "--release", "-p", "sky-pvas", "--all-targets"])
         .args(["--features", "fault-injection", "--", "-D", "warnings"]))?;
-    build()?;
     // Unit tests (everything outside the kernel) in parallel...
     run(cargo().args(["test", "--release", "--workspace"]))?;
-    // ...the shared-space tests built with the test-only fault injection
-    // (simulated power loss, kill points, a hostile peer's raw writes and
-    // the fuzzer, bounded by PROPTEST_CASES): the library's own and those
-    // that use it; the rest ran above on the code users get...
+    // ...and the shared-space tests built with the test-only fault
+    // injection (simulated power loss, kill points, a hostile peer's raw
+    // writes and the fuzzer, bounded by PROPTEST_CASES): the library's own
+    // and those that use it; the rest ran above on the code users get.
     let mut fault_tests = cargo();
     fault_tests.args(["test", "--release", "-p", "sky-pvas"]);
     fault_tests.args(["--features", "fault-injection", "--lib"]);
     for name in xtask::pvas::FAULT_INJECTION_TESTS {
         fault_tests.args(["--test", name]);
     }
-    run(&mut fault_tests)?;
-    // ...then the VM tests one at a time: the machine has 2 cores.
-    run(cargo().args([
-        "test",
-        "--release",
-        "--test",
-        "vm",
-        "--test",
-        "latency",
-        "--test",
-        "partners",
-        "--test",
-        "smt",
-        "--test",
-        "overload",
-        "--test",
-        "eval",
-        "--test",
-        "verifier",
-        "--test",
-        "rdma",
-        "--test",
-        "service",
-        "--",
-        "--ignored",
-        "--test-threads=1",
-    ]))?;
-    let eval_started = std::time::Instant::now();
-    // A short slice of the evaluation, strict: scx_sky's presets beside
-    // EEVDF on SKY-1's experiment with the cache model. The anchors take
-    // ~12 minutes to build on 2 cores, so CI leaves them out, saying so.
-    xtask::eval::run(&xtask::eval::EvalArgs {
-        scenario: vec![xtask::eval::scenario::Scenario::Sky1],
-        sched: [
-            xtask::eval::roster::Kind::Sky("sky1"),
-            xtask::eval::roster::Kind::Sky("vtime"),
-        ]
-        .into_iter()
-        // Listed, so the tables and the log say why they did not run.
-        .chain(xtask::anchors::ANCHORS.map(xtask::eval::roster::Kind::Anchor))
-        .collect(),
-        skip_anchors: Some(
-            "not in CI: building them takes ~12 minutes on 2 cores; `cargo xtask eval` builds them"
-                .into(),
-        ),
-        runs: Some(1),
-        seconds: Some(2),
-        out: Some(workspace_root().join("target/eval/ci")),
-        update_docs: false,
-        strict: true,
-        kernel_version: None,
-        native: false,
-    })?;
-    eprintln!(
-        "xtask: {:.0} s: the evaluation's CI slice",
-        eval_started.elapsed().as_secs_f64()
-    );
-    // The VM tests boot the newest kernel; the smoke on the oldest one with
-    // sched_ext keeps scx_sky loading on every kernel in between.
-    let cfg = VmConfig {
-        topology: "2x1x2".parse()?,
-        timeout: Duration::from_secs(600),
-        ..VmConfig::default()
-    };
-    matrix(&Which::Oldest, &cfg)
+    run(&mut fault_tests)
 }
 
 /// Boots each chosen kernel with the smoke scenario; fails if any fails.

@@ -248,6 +248,3 @@ impl Client {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(any(test, feature = "test-bus"))]
-pub mod test_bus;

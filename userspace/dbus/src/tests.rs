@@ -6,15 +6,20 @@
 //! root's way.
 
 use super::*;
-use crate::test_bus::{am_root, PrivateBus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use xtask::private_bus::{am_root, PrivateBus};
 use zbus::zvariant::OwnedValue;
 
 /// A bus that lets this user own and call any name.
 const OPEN_POLICY: &str = "<policy context=\"default\">\n<allow user=\"*\"/>\n\
     <allow own=\"*\"/>\n<allow send_destination=\"*\" eavesdrop=\"true\"/>\n\
     <allow eavesdrop=\"true\"/>\n</policy>";
+
+/// The private bus as this crate's clients and server take it.
+fn bus_of(bus: &PrivateBus) -> Bus {
+    Bus::Address(bus.address().to_string())
+}
 
 fn open_bus() -> PrivateBus {
     PrivateBus::start("custom", OPEN_POLICY)
@@ -97,7 +102,7 @@ fn service(bus: &PrivateBus) -> (Served, Arc<Mutex<Vec<Request>>>) {
             Request::List => Err("List is answered by the service itself".into()),
         }
     });
-    (serve(&bus.bus(), handler).unwrap(), seen)
+    (serve(&bus_of(bus), handler).unwrap(), seen)
 }
 
 fn sets(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<String> {
@@ -115,7 +120,7 @@ fn sets(seen: &Arc<Mutex<Vec<Request>>>) -> Vec<String> {
 fn anyone_may_read_the_policy_and_the_list() {
     let bus = open_bus();
     let (_served, _) = service(&bus);
-    let client = Client::connect(&bus.bus()).unwrap();
+    let client = Client::connect(&bus_of(&bus)).unwrap();
     let got = client.request(&Request::Get).unwrap();
     assert!(got.starts_with("policy=sky1 generation=3"), "{got}");
     let list = client.request(&Request::List).unwrap();
@@ -169,7 +174,7 @@ fn without_polkit_only_root_may_switch() {
     assert!(sets(&seen).is_empty());
     // This process, through the Rust client: root switches without polkit
     // (none is there to ask); anyone else is refused alike.
-    let client = Client::connect(&bus.bus()).unwrap();
+    let client = Client::connect(&bus_of(&bus)).unwrap();
     match client.request(&Request::Set("vtime".into())) {
         Ok(answer) if am_root() => {
             assert_eq!(answer, "policy=vtime generation=4");
@@ -185,7 +190,7 @@ fn only_names_are_taken_and_checked_before_polkit_is_asked() {
     let bus = open_bus();
     let (_served, seen) = service(&bus);
     let (_authority, _, asked) = polkit(&bus, true);
-    let client = Client::connect(&bus.bus()).unwrap();
+    let client = Client::connect(&bus_of(&bus)).unwrap();
     let long = "a".repeat(MAX_NAME + 1);
     for bad in [
         "/home/me/evil.toml",
@@ -210,7 +215,7 @@ fn only_names_are_taken_and_checked_before_polkit_is_asked() {
 #[test]
 fn a_client_with_no_service_is_told_so() {
     let bus = open_bus();
-    let client = Client::connect(&bus.bus()).unwrap();
+    let client = Client::connect(&bus_of(&bus)).unwrap();
     let e = client.request(&Request::Get).unwrap_err().to_string();
     assert!(e.contains("no scx_sky on the system bus"), "{e}");
 }

@@ -126,7 +126,7 @@ impl CacheLoop {
         // Per cycle: the whole wait (what the benchmark's percentiles
         // are of); the longest single wait is watched as the burst goes.
         let mut watch = WaitWatch::for_current_thread()?;
-        while Instant::now() < end {
+        while Instant::now() < end && !crate::stop::requested() {
             let burst_end = Instant::now() + self.burst;
             while Instant::now() < burst_end {
                 touch(&mut array, self.stride, passes);

@@ -17,6 +17,7 @@ pub mod schbench;
 pub mod share;
 pub mod sleepers;
 pub mod smt_pair;
+pub mod stop;
 pub mod switch_latency;
 pub mod threads;
 pub mod wait_watch;

@@ -4,9 +4,8 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use sky_observer::{trace_waits, tracefs};
 use sky_workloads::{
-    cache_loop::CacheLoop, cache_phase, hostile::Hostile, pingpong::PingPong, share, threads,
+    cache_loop::CacheLoop, cache_phase, hostile::Hostile, pingpong::PingPong, share, stop, threads,
 };
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -22,7 +21,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// SKY-1's workload: processes computing over small private arrays in
-    /// bursts with short sleeps; prints work done and kernel-side counters.
+    /// bursts with short sleeps; prints work done and kernel-side counters
+    /// (SIGINT/SIGTERM end it early, still printing).
     CacheLoop {
         /// Number of processes.
         #[arg(long, default_value_t = 8)]
@@ -83,7 +83,8 @@ enum Command {
         hold: std::path::PathBuf,
     },
     /// A wakeup storm: pairs of processes bouncing one byte over pipes;
-    /// prints round trips and kernel-side migrations and timeslices.
+    /// prints round trips and kernel-side migrations and timeslices
+    /// (SIGINT/SIGTERM end it early, still printing).
     Pingpong {
         /// Number of process pairs.
         #[arg(long, default_value_t = 4)]
@@ -155,6 +156,12 @@ enum Command {
         sleep_us: u64,
         #[arg(long, default_value_t = 20.0)]
         seconds: f64,
+        /// Once every thread is made (parked), say `sleepers: parked` on
+        /// stderr and release them only on SIGUSR1: a scenario makes each
+        /// process's threads before any load, then starts them when it
+        /// wants (a second process joining a load already running).
+        #[arg(long)]
+        release_on_sigusr1: bool,
     },
     /// schbench-style requests: MESSAGE_THREADS post requests at a rate
     /// that needs LOAD of the CPUs to WORKERS each, which wake and compute
@@ -211,7 +218,8 @@ enum Command {
     },
     /// A hostile member of a shared space: joins as member ID, says it is
     /// memory-bound, and labels its slot with process VICTIM's pid and
-    /// start time; holds the slot for SECONDS.
+    /// start time; holds the slot for SECONDS (SIGINT/SIGTERM end it
+    /// early), then prints what it wrote.
     Relabel {
         /// The space's backing file.
         space: std::path::PathBuf,
@@ -272,8 +280,8 @@ enum Command {
     },
     /// A compute task (SMT pairing's execution-unit-heavy kind): an
     /// integer-division loop, a cache-resident matrix multiply or a
-    /// memory-streaming matrix add; prints the rounds done. The process is
-    /// named `cpu-<kind>`.
+    /// memory-streaming matrix add; prints the rounds done (SIGINT/SIGTERM
+    /// end it early, still printing). The process is named `cpu-<kind>`.
     Compute {
         #[arg(long, value_enum, default_value = "idiv")]
         kind: sky_workloads::smt_pair::ComputeKind,
@@ -408,6 +416,7 @@ fn run(cli: Cli) -> Result<()> {
                 stride,
                 mark_phase,
             };
+            stop::on_signals()?;
             println!("{}", cfg.run()?.line());
         }
         Command::CachePhase { marker } => cache_phase::mark(marker),
@@ -442,6 +451,7 @@ fn run(cli: Cli) -> Result<()> {
                 pairs,
                 duration: secs(seconds)?,
             };
+            stop::on_signals()?;
             println!("{}", cfg.run()?.line());
         }
         Command::BpfCost { seconds } => {
@@ -469,8 +479,8 @@ fn run(cli: Cli) -> Result<()> {
             std::mem::forget(member);
         }
         Command::Burn { threads, seconds } => {
-            stop_on_signals();
-            let burned = threads::burn(threads, secs(seconds)?, &STOP)?;
+            stop::on_signals()?;
+            let burned = threads::burn(threads, secs(seconds)?, stop::flag()?)?;
             let ran = burned.elapsed.as_secs_f64();
             println!(
                 "result workload=burn threads={threads} seconds={ran:.2} iterations={} \
@@ -484,11 +494,13 @@ fn run(cli: Cli) -> Result<()> {
             work_us,
             sleep_us,
             seconds,
+            release_on_sigusr1,
         } => {
             let report = sky_workloads::sleepers::run(
                 threads,
                 Duration::from_micros(work_us),
                 Duration::from_micros(sleep_us),
+                release_on_sigusr1,
                 secs(seconds)?,
             )?;
             println!("{}", report.line());
@@ -558,6 +570,7 @@ fn run(cli: Cli) -> Result<()> {
             victim,
             seconds,
         } => {
+            stop::on_signals()?;
             let forged = sky_workloads::relabel::relabel(&space, id, victim, secs(seconds)?)?;
             println!("result workload=relabel id={id} victim={victim} label={forged:#x}");
         }
@@ -614,11 +627,13 @@ fn run(cli: Cli) -> Result<()> {
             let duration = secs(seconds)?;
             let name = format!("{kind:?}").to_lowercase();
             sky_workloads::set_comm(&format!("cpu-{name}"))?;
+            stop::on_signals()?;
             let named = RunClock::start()?;
+            let began = Instant::now();
             let rounds = sky_workloads::smt_pair::compute(kind, duration);
             println!(
                 "result workload=compute kind={name} rounds={rounds} rounds_per_s={:.1} run_ms={}",
-                rounds as f64 / seconds.max(1e-9),
+                rounds as f64 / began.elapsed().as_secs_f64().max(1e-9),
                 named.ms()?
             );
         }
@@ -684,31 +699,15 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-/// Set by SIGINT/SIGTERM in the commands that stop early and report.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn set_stop(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// SIGINT and SIGTERM set `STOP` rather than kill the process, so what it
-/// measured until then is still printed.
-fn stop_on_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe { libc::signal(sig, set_stop as *const () as libc::sighandler_t) };
-    }
-}
-
 fn trace_waits(limit: Duration, buffer_mb: u64, task_groups: &[String]) -> Result<()> {
     if !(1..=1024).contains(&buffer_mb) {
         anyhow::bail!("--buffer-mb must be between 1 and 1024, got {buffer_mb}");
     }
-    stop_on_signals();
+    stop::on_signals()?;
     let tracer = tracefs::Tracer::start(buffer_mb * 1024)?;
     eprintln!("sky-work: tracing scheduler events");
     let start = Instant::now();
-    while start.elapsed() < limit && !STOP.load(Ordering::Relaxed) {
+    while start.elapsed() < limit && !stop::requested() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let book = tracer.finish()?;

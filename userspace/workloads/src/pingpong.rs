@@ -124,6 +124,11 @@ impl PingPong {
             report.migrations += side.migrations;
             report.timeslices += side.timeslices;
         }
+        // Stopped early (SIGTERM), the pairs ran for less: rates are per
+        // the time they ran.
+        if crate::stop::requested() {
+            report.duration = start.elapsed().min(self.duration);
+        }
         Ok(report)
     }
 
@@ -168,7 +173,7 @@ fn drive(ping: RawFd, pong: RawFd, start: Instant, end: Instant, out: OwnedFd) -
     std::thread::sleep(start.saturating_duration_since(Instant::now()));
     let before = Counters::now()?;
     let mut round_trips = 0u64;
-    while Instant::now() < end {
+    while Instant::now() < end && !crate::stop::requested() {
         write_byte(ping)?;
         if !read_byte(pong)? {
             bail!("the echo side closed its pipe after {round_trips} round trips");

@@ -30,7 +30,11 @@ pub fn relabel(path: &Path, id: u32, victim: u32, hold: Duration) -> Result<u64>
         .open(path)?;
     let at = own_label_offset(&file, own)?;
     file.write_all_at(&forged.to_ne_bytes(), at)?;
-    std::thread::sleep(hold);
+    // Held until `hold` passes or SIGINT/SIGTERM (`crate::stop`) comes.
+    let held = std::time::Instant::now();
+    while held.elapsed() < hold && !crate::stop::requested() {
+        std::thread::sleep(Duration::from_millis(20).min(hold));
+    }
     drop(space);
     Ok(forged)
 }

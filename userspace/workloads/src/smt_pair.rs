@@ -174,7 +174,7 @@ fn rounds_until(start: Instant, duration: Duration, round: &mut dyn FnMut()) -> 
     loop {
         round();
         rounds += 1;
-        if start.elapsed() >= duration {
+        if start.elapsed() >= duration || crate::stop::requested() {
             return rounds;
         }
     }

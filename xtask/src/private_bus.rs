@@ -1,9 +1,10 @@
-//! A dbus-daemon of a test's own, on a socket in a temporary directory
-//! (feature `test-bus`, for tests only: this crate's and the install
-//! test's, which reads the installed bus policy with it), and callers that
-//! are not root.
+//! A dbus-daemon of a test's own, on a socket in a temporary directory,
+//! and callers that are not root: for sky-dbus's tests and the install
+//! test (which reads the installed bus policy with it). Here, not in
+//! sky-dbus behind a feature: a dev-dependency's feature would give the
+//! product's crates another feature set under `cargo test`, and every
+//! crate above them would be compiled twice.
 
-use crate::Bus;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -65,12 +66,9 @@ impl PrivateBus {
         }
     }
 
+    /// The bus's address, as D-Bus clients take it.
     pub fn address(&self) -> &str {
         &self.address
-    }
-
-    pub fn bus(&self) -> Bus {
-        Bus::Address(self.address.clone())
     }
 
     /// `dbus-send --bus=THIS --print-reply --dest=DEST PATH METHOD ARGS`
