@@ -7,9 +7,10 @@
 #[allow(dead_code)]
 mod scenario;
 
+use scenario::boots::{self, run_part};
 use scenario::{
-    assert_clean_exit, assert_enabled, at_least, at_most, checks, on_a_quiet_host, part,
-    run_scenario, run_scenario_with, stat, Basis, Promise,
+    assert_clean_exit, assert_enabled, at_least, at_most, checks, on_a_quiet_host, part, stat,
+    Basis, Promise,
 };
 use xtask::report::{self, Fields};
 
@@ -64,7 +65,7 @@ fn by_sched(out: &str, scheds: &[&str]) -> Vec<(Fields, Fields)> {
 fn the_latency_path_shortens_wakeups_beside_hogs() {
     on_a_quiet_host(|| {
         let scheds = ["eevdf", "sky", "sky-nolat"];
-        let out = run_scenario("latency", "2x2x2");
+        let out = run_part(&boots::LATENCY);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
@@ -167,7 +168,7 @@ fn a_near_burst_task_gets_no_more_than_its_fair_share_beside_hogs() {
     on_a_quiet_host(|| {
         // scx_sky alone: EEVDF's share, 0.246-0.263 in the five runs, comes
         // from the scenario's default, `8 "eevdf sky"`.
-        let out = run_scenario_with("nearburst", "8 sky", "1x2x2");
+        let out = run_part(&boots::NEAR_BURST);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert_enabled(&c, "state_after_sky");

@@ -11,9 +11,10 @@
 #[allow(dead_code)]
 mod scenario;
 
+use scenario::boots::{self, run_part};
 use scenario::{
-    assert_clean_exit, assert_enabled, at_least, at_most, check, checks, on_a_quiet_host,
-    run_scenario_with, stat, Basis,
+    assert_clean_exit, assert_enabled, at_least, at_most, check, checks, on_a_quiet_host, stat,
+    Basis,
 };
 use xtask::report;
 
@@ -47,7 +48,7 @@ const MIN_THREAD_SHARE: f64 = 0.6;
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn overload_is_served_round_robin_within_a_bound_that_follows_the_load() {
     on_a_quiet_host(|| {
-        let out = run_scenario_with("overload", "2000 20 20 sky", "1x2x2");
+        let out = run_part(&boots::OVERLOAD);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert_eq!(check(&c, "churn_exit"), "0", "the churn load failed");

@@ -7,9 +7,10 @@
 #[allow(dead_code)]
 mod scenario;
 
+use scenario::boots::{self, run_part};
 use scenario::{
-    assert_clean_exit, assert_enabled, at_least, at_most, checks, on_a_quiet_host, parts,
-    run_scenario_with, stat, Basis, Part,
+    assert_clean_exit, assert_enabled, at_least, at_most, checks, on_a_quiet_host, parts, stat,
+    Basis, Part,
 };
 use xtask::report::{self, Fields};
 
@@ -27,12 +28,11 @@ const STACKED_IDLE_SHARE_MAX: f64 = 0.03;
 /// margin below the worst.
 const ONE_COPY_MIN: f64 = 0.6;
 
-/// Benchmark runs per scheduler, each a new pair of processes. The rule
-/// fires a few times a boot (0-7 splits and steals with two runs in 16
-/// boots, none in two of them: the members spin and yield more than they
-/// sleep, so a wakeup beside a running partner is rare); four runs give
-/// the check that it fired twice the chances.
-const RUNS: &str = "4";
+// Benchmark runs per scheduler (`boots::PARTNERS`), each a new pair of
+// processes. The rule fires a few times a boot (0-7 splits and steals
+// with two runs in 16 boots, none in two of them: the members spin and
+// yield more than they sleep, so a wakeup beside a running partner is
+// rare); four runs give the check that it fired twice the chances.
 
 /// The mean one-copy throughput of a part's runs, both sizes.
 fn one_copy_gbps(part: &Part) -> f64 {
@@ -76,12 +76,9 @@ fn totals(part: &Part) -> Fields {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn shared_space_members_do_not_wait_behind_each_other_while_cpus_idle() {
     on_a_quiet_host(|| {
-        // The ablation once: with gangs off the rule must never fire.
-        let out = run_scenario_with(
-            "partners",
-            &format!("{RUNS} 'eevdf sky sky-nogangs' 1"),
-            "2x2x2",
-        );
+        // Four runs each (`boots::PARTNERS`); the ablation once: with gangs
+        // off the rule must never fire.
+        let out = run_part(&boots::PARTNERS);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");

@@ -8,6 +8,7 @@
 #[allow(dead_code)]
 mod scenario;
 
+use scenario::boots::{self, run_part};
 use scenario::{
     assert_clean_exit, assert_enabled, at_least, checks, host_share_floor, on_a_quiet_host,
     run_scenario_with, stat, Basis,
@@ -86,9 +87,10 @@ fn assert_paired(topology: &str, sky: &Fields) {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn smt_pairing_puts_pm_writers_beside_compute() {
     on_a_quiet_host(|| {
-        // Without hints, four processes in a row are enough: its figures
-        // are zeros and a share SKY-1 holds from the first.
-        let out = run_scenario_with("smt", "10 'sky sky-nohints' 4", "1x2x2");
+        // Without hints, four processes in a row are enough
+        // (`boots::SMT_ONE_CORE_PAIR`): its figures are zeros and a share
+        // SKY-1 holds from the first.
+        let out = run_part(&boots::SMT_ONE_CORE_PAIR);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
@@ -115,11 +117,12 @@ fn smt_pairing_puts_pm_writers_beside_compute() {
     });
 }
 
-/// scx_sky alone on `topology` (smt.sh, ten restarts of every task):
-/// clean, enabled throughout, and paired within `SMT_PAIRED_MIN`.
-fn sky_pairs_on(topology: &str) {
+/// scx_sky alone on `topology` (smt.sh, ten restarts of every task, as
+/// `run` runs it): clean, enabled throughout, and paired within
+/// `SMT_PAIRED_MIN`.
+fn sky_pairs_on(topology: &str, run: impl Fn() -> String) {
     on_a_quiet_host(|| {
-        let out = run_scenario_with("smt", "10 sky", topology);
+        let out = run();
         let c = checks(&out);
         assert_clean_exit(&c);
         assert!(!c.contains_key("trace_failed"), "an observer run failed");
@@ -132,11 +135,11 @@ fn sky_pairs_on(topology: &str) {
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn smt_pairing_holds_on_four_cores_in_two_cache_domains() {
-    sky_pairs_on("2x2x2");
+    sky_pairs_on("2x2x2", || run_part(&boots::SMT_TWO_DOMAINS));
 }
 
 #[test]
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn smt_pairing_holds_on_four_cores_of_one_domain() {
-    sky_pairs_on("1x4x2");
+    sky_pairs_on("1x4x2", || run_scenario_with("smt", "10 sky", "1x4x2"));
 }

@@ -13,7 +13,8 @@
 #[allow(dead_code)]
 mod scenario;
 
-use scenario::{assert_clean_exit, check, checks, on_a_quiet_host, run_scenario};
+use scenario::boots::{self, run_part};
+use scenario::{assert_clean_exit, check, checks, on_a_quiet_host};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use xtask::report::{self, Fields};
@@ -22,6 +23,8 @@ use xtask::report::{self, Fields};
 /// baseline before the test fails, in percent.
 const GROWTH_MAX_PERCENT: u64 = 10;
 
+/// The topology the baseline was recorded on: the shared boot
+/// `boots::VERIFIER` runs in.
 const TOPOLOGY: &str = "2x2x2";
 
 /// What the baseline holds per (kernel, program): processed, total
@@ -98,7 +101,7 @@ fn grown(now: &Costs, baseline: &Costs) -> Vec<String> {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn no_bpf_program_costs_the_verifier_more_than_its_baseline() {
     on_a_quiet_host(|| {
-        let out = run_scenario("verifier", TOPOLOGY);
+        let out = run_part(&boots::VERIFIER);
         let c = checks(&out);
         assert_clean_exit(&c);
         let kernel = check(&c, "kernel").to_string();

@@ -8,10 +8,10 @@
 #[allow(dead_code)]
 mod scenario;
 
+use scenario::boots::{self, run_part, Part};
 use scenario::{
     assert_clean_exit, assert_enabled, assert_no_fault, at_least, at_most, check, checks,
-    on_a_quiet_host, run_scenario, run_scenario_clocked, run_scenario_with, stat, trace_group,
-    Basis, GuestClock, Promise,
+    on_a_quiet_host, run_scenario_clocked, stat, trace_group, Basis, GuestClock, Promise,
 };
 use std::time::Duration;
 use xtask::matrix;
@@ -66,7 +66,7 @@ const HOSTILE_GROUPS: [&str; 7] = [
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn loads_survives_sigkill_and_reloads_for_an_unknown_cpu() {
     on_a_quiet_host(|| {
-        let out = run_scenario("lifecycle", "2x2x2");
+        let out = run_part(&boots::LIFECYCLE);
         let c = checks(&out);
         assert_eq!(check(&c, "state_before"), "disabled");
         assert_enabled(&c, "state_running");
@@ -171,7 +171,7 @@ fn sky1_workload_stays_on_its_last_cpus_without_idling() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn ten_thousand_thread_burst_is_survived() {
     on_a_quiet_host(|| {
-        let out = run_scenario("burst", "2x2x2");
+        let out = run_part(&boots::BURST);
         let c = checks(&out);
         let burst = report::one_line(&out, "result workload=burst").unwrap();
         assert_eq!(stat(&burst, "threads"), 10_000.0);
@@ -184,7 +184,7 @@ fn ten_thousand_thread_burst_is_survived() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn cpu_hotplug_under_load_is_handled_in_place() {
     on_a_quiet_host(|| {
-        let out = run_scenario("hotplug", "2x2x2");
+        let out = run_part(&boots::HOTPLUG);
         let c = checks(&out);
         for cpu in [3, 5] {
             assert_eq!(
@@ -237,7 +237,7 @@ const UNHINTED_CHARGED_SHARE: f64 = 0.1;
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn class_hints_reach_bpf() {
     on_a_quiet_host(|| {
-        let out = run_scenario("classes", "1x2x2");
+        let out = run_part(&boots::CLASSES);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert_enabled(&c, "state_after_load");
@@ -349,7 +349,7 @@ fn class_hints_reach_bpf() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn unprivileged_labels_steer_nothing() {
     on_a_quiet_host(|| {
-        let out = run_scenario("trust", "2x2x2");
+        let out = run_part(&boots::TRUST);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert_eq!(check(&c, "create_exit_alice"), "0");
@@ -386,7 +386,7 @@ fn unprivileged_labels_steer_nothing() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn full_class_and_gang_maps_are_survived_and_recovered_from() {
     on_a_quiet_host(|| {
-        let out = run_scenario("maps", "1x2x2");
+        let out = run_part(&boots::MAPS);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert_enabled(&c, "state_when_full");
@@ -433,7 +433,7 @@ const SCAN_DETACH_RATIO: f64 = 4.0;
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn stats_and_sigterm_are_answered_while_scanning() {
     on_a_quiet_host(|| {
-        let out = run_scenario("scan", "1x2x2");
+        let out = run_part(&boots::SCAN);
         let c = checks(&out);
         assert_eq!(check(&c, "idle_threads"), "10001");
         for run in ["baseline", "scanning"] {
@@ -510,24 +510,24 @@ fn stats_and_sigterm_are_answered_while_scanning() {
 ///
 /// In every run BPF counted at most 3.6 % of the gangs' run time away
 /// from home (bound 10 %). The runs, with the ablations: docs/vm-bounds.md.
-const GANG_BOUNDS: [(&str, f64, f64, f64, GuestClock); 3] = [
-    ("process", 0.95, 0.95, 0.05, GuestClock::Host),
-    ("space", 0.93, 0.90, 0.05, GuestClock::Host),
-    ("four", 0.80, 0.65, 1.0, GuestClock::Host),
+const GANG_BOUNDS: [(&str, f64, f64, f64); 3] = [
+    ("process", 0.95, 0.95, 0.05),
+    ("space", 0.93, 0.90, 0.05),
+    ("four", 0.80, 0.65, 1.0),
 ];
 /// The four-gang form's longest wait, in ticks past the promise (59 ms
 /// then): 64-152 ms, up to 24 ticks past it.
 const GANG_WAIT_TICKS: f64 = 48.0;
 
-/// Runs tests/vm/gangs.sh with `args`; checks the scx_sky run's observer
-/// line against the bounds of `form` and returns the whole output and the
-/// part after the line that starts the scx_sky run.
-fn gang_scenario(args: &str, form: &str) -> (String, String) {
-    let (_, all_min, worst_min, dirty_max, clock) = GANG_BOUNDS
+/// Runs tests/vm/gangs.sh as `part` says; checks the scx_sky run's
+/// observer line against the bounds of `form` and returns the whole
+/// output and the part after the line that starts the scx_sky run.
+fn gang_scenario(part: &Part, form: &str) -> (String, String) {
+    let (_, all_min, worst_min, dirty_max) = GANG_BOUNDS
         .iter()
         .find(|(f, ..)| *f == form)
         .expect("bounds for the form");
-    let out = run_scenario_clocked("gangs", args, "2x2x2", *clock);
+    let out = run_part(part);
     let c = checks(&out);
     assert_clean_exit(&c);
     assert!(!c.contains_key("trace_failed"), "an observer run failed");
@@ -594,7 +594,7 @@ fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
     on_a_quiet_host(|| {
         // scx_sky alone: EEVDF's figures (GANG_BOUNDS) come from the
         // scenario's default, `eevdf sky`, which the test does not judge.
-        let (_, sky) = gang_scenario("5 2 sky", "process");
+        let (_, sky) = gang_scenario(&boots::GANGS_PROCESS, "process");
         // BPF homed the new gangs itself, at exec (5 rounds x 2 gangs). The
         // daemon can still win a window of about a millisecond, between exec
         // setting the name and the exec tracepoint: seven runs counted
@@ -616,7 +616,7 @@ fn gangs_keep_each_memory_bound_gang_in_one_clean_domain() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn gangs_keep_a_shared_spaces_member_processes_together() {
     on_a_quiet_host(|| {
-        gang_scenario("5 2 sky space", "space");
+        gang_scenario(&boots::GANGS_SPACE, "space");
     });
 }
 
@@ -624,7 +624,7 @@ fn gangs_keep_a_shared_spaces_member_processes_together() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn with_more_gangs_than_domains_gangs_stay_whole_and_nothing_starves() {
     on_a_quiet_host(|| {
-        let (out, sky) = gang_scenario("5 4 sky", "four");
+        let (out, sky) = gang_scenario(&boots::GANGS_FOUR, "four");
         let promise = Promise::of(&sky, &out);
         let groups = report::lines_with(&sky, "result observer=trace ");
         for name in ["mb-a", "mb-b", "mb-c", "mb-d", "cpu-idiv"] {
@@ -662,7 +662,7 @@ const PM_WRITER_CHARGED_SHARE: f64 = 0.9;
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
     on_a_quiet_host(|| {
-        let out = run_scenario("pmu", "1x2x2");
+        let out = run_part(&boots::PMU);
         let c = checks(&out);
         assert_clean_exit(&c);
         assert_enabled(&c, "state_after_software");
@@ -801,7 +801,7 @@ fn pmu_counts_reach_the_classifier_and_classes_reach_bpf() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn policies_switch_at_runtime_without_a_reload() {
     on_a_quiet_host(|| {
-        let out = run_scenario_with("switch", "10", "1x2x2");
+        let out = run_part(&boots::SWITCH);
         let c = checks(&out);
         assert_clean_exit(&c);
         for p in ["sky1-strict", "vtime", "sky1"] {
@@ -921,7 +921,7 @@ fn policies_switch_at_runtime_without_a_reload() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn hostile_load_with_hotplug_never_stalls() {
     on_a_quiet_host(|| {
-        let out = run_scenario("hostile", "2x2x2");
+        let out = run_part(&boots::HOSTILE);
         let c = checks(&out);
         assert_eq!(check(&c, "load_exit"), "0", "the hostile load failed");
         assert_enabled(&c, "state_after_hostile");
@@ -970,7 +970,7 @@ fn hostile_load_with_hotplug_never_stalls() {
 #[ignore = "boots a VM: run with cargo xtask test"]
 fn nice_weights_hold_and_every_preset_is_healthy() {
     on_a_quiet_host(|| {
-        let out = run_scenario("fairness", "1x2x2");
+        let out = run_part(&boots::FAIRNESS);
         let c = checks(&out);
         assert_no_fault(&c, "dmesg_errors", "dmesg reports errors");
         let share = report::one_line(&out, "result workload=share").unwrap();

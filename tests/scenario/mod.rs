@@ -4,6 +4,8 @@
 // Each test binary uses part of what is re-exported here.
 #![allow(unused_imports)]
 
+pub mod boots;
+
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
@@ -80,9 +82,11 @@ pub fn run_scenario_configured(scenario: &str, args: &str, cfg: &VmConfig) -> St
     // each VM run's time; noted before the exit status is judged, so that
     // a script that gave up waiting on a busy host is measured again.
     eprintln!("sky-vm: {}", out.host);
-    judge::emit(&format!(
-        "sky-vm: scenario {scenario} {args} on {topology}: {}",
-        out.host
+    judge::emit(&vm_line(
+        scenario,
+        args,
+        &topology.to_string(),
+        &out.host.to_string(),
     ));
     note_host_lost(out.host.lost_share());
     assert_eq!(
@@ -93,6 +97,12 @@ pub fn run_scenario_configured(scenario: &str, args: &str, cfg: &VmConfig) -> St
         vm::tail(&out.output, 60)
     );
     out.output
+}
+
+/// The line each VM run of a scenario leaves in the log, past the test
+/// harness's capture: what the host took of it.
+fn vm_line(scenario: &str, args: &str, topology: &str, host: &str) -> String {
+    format!("sky-vm: scenario {scenario} {args} on {topology}: {host}")
 }
 
 /// Counts a run that lost `share` of its time to the host.

@@ -25,7 +25,7 @@ idiv=$!
 sky-work compute --kind idiv --seconds 3
 wait "$pm" "$idiv"
 mb_ns() {
-	scx_sky stats --json | sed -n 's/.*"ran_ns_memory_bound":\([0-9]*\).*/\1/p'
+	sky_query stats --json | sed -n 's/.*"ran_ns_memory_bound":\([0-9]*\).*/\1/p'
 }
 # run_ms_sum FILE: the run time (ms, the kernel's, since each took its
 # name) of the processes whose result lines FILE holds.
@@ -64,7 +64,7 @@ long_matadds() {
 	sky-work compute --kind matadd --seconds 3 >/dev/null &
 	two=$!
 	sleep 2
-	scx_sky gangs >/tmp/gangs.txt 2>&1
+	sky_query gangs >/tmp/gangs.txt
 	wait "$one" "$two"
 }
 printf '%s\n' 'name = "hinted"' 'description = "sky1, cpu-matadd memory-bound and one gang"' \

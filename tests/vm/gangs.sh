@@ -88,7 +88,7 @@ for sched in ${3:-eevdf sky}; do
 		;;
 	esac
 	# What scx_sky says of its gangs mid-run (`scx_sky gangs`).
-	(sleep 4; scx_sky gangs >/tmp/gangs.txt 2>&1; echo "$?" >/tmp/gangs.rc) &
+	(sleep 4; sky_query gangs >/tmp/gangs.txt; echo "$?" >/tmp/gangs.rc) &
 	gang_run
 	sed 's/^/gangs: /' /tmp/gangs.txt
 	echo "check gangs_cli_exit=$(cat /tmp/gangs.rc)"

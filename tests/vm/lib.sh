@@ -139,6 +139,30 @@ start_sched() {
 	echo "check load_seconds=$((tenths / 10))"
 }
 
+# sky_query ARGS...: `scx_sky ARGS` (a read of the running scheduler's
+# statistics socket: stats, gangs, top), asked again, up to six times,
+# when the read timed out (the client waits 5 s for an answer). Under
+# overload in TCG the daemon has been seen to answer later than that;
+# each such time leaves a `query timed out` line with where the daemon's
+# threads were, for the logs, rather than failing a scenario that judges
+# something else.
+sky_query() {
+	for try in 1 2 3 4 5 6; do
+		if scx_sky "$@" >/tmp/query.out 2>&1; then
+			cat /tmp/query.out
+			return 0
+		fi
+		if ! grep -q 'timed out' /tmp/query.out || [ "$try" = 6 ]; then
+			cat /tmp/query.out
+			return 1
+		fi
+		echo "query timed out: scx_sky $* (try $try): $(head -1 /tmp/query.out)" >&2
+		for t in /proc/"$SKY_PID"/task/*; do
+			echo "query timed out:   $(cat "$t/comm" 2>/dev/null) state=$(cut -d' ' -f3 "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)" >&2
+		done
+	done
+}
+
 # dump_stuck PID: where PID's threads and every blocked task are, and what
 # each CPU runs, for a scenario that found something stuck.
 dump_stuck() {

@@ -53,7 +53,7 @@ while [ "$tenths" -lt 1200 ]; do
 done
 echo "check compute_after=$compute"
 echo "check homed_after=$homed"
-scx_sky gangs | sed 's/^/gangs: /'
+sky_query gangs | sed 's/^/gangs: /'
 kill -TERM "$burn" "$g1" "$g2"
 wait "$burn" "$g1" "$g2"
 echo "check state_after=$(state)"

@@ -27,7 +27,7 @@ named_work /tmp mb-x
 /tmp/mb-x gang --threads 3 --mb 4 --seconds 4 >/dev/null &
 gang=$!
 sky-work compute --kind idiv --seconds 3
-scx_sky gangs --pid "$gang" | sed 's/^/gangs: /'
+sky_query gangs --pid "$gang" | sed 's/^/gangs: /'
 wait "$pm" "$gang"
 cat /tmp/pm.out
 rm -f /tmp/pm

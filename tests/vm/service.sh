@@ -44,6 +44,7 @@ systemctl start scx_sky
 echo "check start_exit=$?"
 SKY_STATE_WAIT_S=300 wait_state enabled || systemctl status --no-pager scx_sky
 pid=$(systemctl show -p MainPID --value scx_sky)
+SKY_PID=$pid
 i=0
 while [ "$i" -lt "$n" ]; do
 	sky-work compute --kind idiv --seconds 900 >/dev/null &
@@ -61,13 +62,9 @@ scx_sky policy get >/tmp/get.out
 echo "check policy=$(policy_name)"
 echo "check starve_ms=$(sed -n 's/^starve_ms = //p' /tmp/get.out)"
 
-# Until the daemon has charged counts (a period or two), at most 60 s; a
-# statistics read that fails shows where the daemon's threads were.
+# Until the daemon has charged counts (a period or two), at most 60 s.
 pmu_charges() {
-	scx_sky stats --json >/tmp/stats.json 2>/tmp/stats.err || {
-		cat /tmp/stats.err
-		dump_stuck "$pid" | grep -v '^stuck: \[' | head -n 60
-	}
+	sky_query stats --json >/tmp/stats.json
 	sed -n 's/.*"pmu_charges":\([0-9]*\).*/\1/p' /tmp/stats.json
 }
 tries=0
@@ -91,12 +88,12 @@ fi
 # A member process (`pvas run` starts it as its child).
 member=$(pidof mb-a | cut -d' ' -f1)
 tries=0
-until scx_sky gangs --pid "$member" | grep -q '(space svc (uid 0): processes [0-9]*,[0-9]*,' || [ "$tries" -ge 120 ]; do
+until sky_query gangs --pid "$member" | grep -q '(space svc (uid 0): processes [0-9]*,[0-9]*,' || [ "$tries" -ge 120 ]; do
 	sleep 0.5
 	tries=$((tries + 1))
 done
-scx_sky gangs --pid "$member" | sed 's/^/gangs: /'
-scx_sky gangs --pid "$member" | grep -q '(space svc (uid 0): processes [0-9]*,[0-9]*,' &&
+sky_query gangs --pid "$member" | sed 's/^/gangs: /'
+sky_query gangs --pid "$member" | grep -q '(space svc (uid 0): processes [0-9]*,[0-9]*,' &&
 	echo "check space_gang=1"
 # The load has served its checks: the rest (reload, the bus, restarts)
 # needs none, and each BPF load under it takes ~25 s. `pvas run` waits

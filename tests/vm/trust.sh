@@ -58,7 +58,7 @@ settled=no
 while [ "$(uptime_s)" -lt "$deadline" ]; do
 	sleep 0.5
 	scx_sky pvas ls >/tmp/ls.txt 2>&1
-	scx_sky gangs >/tmp/gangs.txt 2>&1
+	sky_query gangs >/tmp/gangs.txt
 	root_label=$(grep -c "pid *$root_victim (pid not proven" /tmp/ls.txt)
 	bob_label=$(grep -c "pid *$bob_victim (pid not proven" /tmp/ls.txt)
 	space_gangs=$(grep -c '^gang .*space job' /tmp/gangs.txt)
@@ -79,7 +79,7 @@ echo "check unproven_bob=$bob_label"
 echo "check alice_gangs=$(grep -c '^gang .*space job (uid 1000)' /tmp/gangs.txt)"
 echo "check bob_gangs=$(grep -c '^gang .*space job (uid 1001)' /tmp/gangs.txt)"
 for v in "$root_victim" "$bob_victim"; do
-	scx_sky gangs --pid "$v" >"/tmp/gangs-$v.txt" 2>&1
+	sky_query gangs --pid "$v" >"/tmp/gangs-$v.txt"
 	sed 's/^/victim: /' "/tmp/gangs-$v.txt"
 done
 echo "check root_victim_ganged=$(grep -c 'in no gang' "/tmp/gangs-$root_victim.txt" | sed 's/^1$/no/')"

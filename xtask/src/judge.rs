@@ -184,6 +184,11 @@ pub fn set_attempt(attempt: u32) {
     ATTEMPT.with(|a| a.set(attempt));
 }
 
+/// The running attempt (1 unless the host made a test measure again).
+pub fn attempt() -> u32 {
+    ATTEMPT.with(Cell::get)
+}
+
 /// The running test's name (libtest names each test's thread after it).
 pub fn test_name() -> String {
     std::thread::current()

@@ -20,6 +20,10 @@ pub const ROSTER: [&str; 9] = [
 /// The mark a VM test carries (`#[ignore = "boots a VM: ..."]`).
 pub const VM_MARK: &str = "#[ignore = \"boots a VM";
 
+/// Where the shared boots of a run keep each part's output
+/// (tests/scenario/boots.rs reads the same variable).
+pub const SHARE_DIR: &str = "SKY_VM_SHARE_DIR";
+
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct Run {
@@ -33,17 +37,23 @@ pub struct Run {
 /// `cargo test` of the roster's VM tests: every target even after one
 /// fails (each failure is reported), one test at a time. The whole
 /// workspace is selected, as for the unit tests, so that both resolve one
-/// feature set and nothing is compiled again.
-fn cargo_test(filters: &[String]) -> Command {
+/// feature set and nothing is compiled again. Scenarios that can share a
+/// boot do (tests/scenario/boots.rs), through a directory of this run's
+/// (`run`: its number in a row).
+fn cargo_test(filters: &[String], run: u32) -> Result<Command> {
+    let share = workspace_root().join(format!("target/vm/share/{}-{run}", std::process::id()));
+    if share.exists() {
+        std::fs::remove_dir_all(&share).with_context(|| format!("emptying {}", share.display()))?;
+    }
     let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    c.current_dir(workspace_root());
+    c.current_dir(workspace_root()).env(SHARE_DIR, &share);
     c.args(["test", "--release", "--workspace", "--no-fail-fast"]);
     for target in ROSTER {
         c.args(["--test", target]);
     }
     c.args(["--", "--ignored", "--test-threads=1"]);
     c.args(filters);
-    c
+    Ok(c)
 }
 
 /// Where the flake finder keeps each run's log and its table.
@@ -58,7 +68,7 @@ fn repeat_dir() -> PathBuf {
 /// any test failed in any run.
 pub fn run(run: &Run) -> Result<()> {
     let Some(repeat) = run.repeat else {
-        return crate::paths::run(&mut cargo_test(&run.filters));
+        return crate::paths::run(&mut cargo_test(&run.filters, 0)?);
     };
     let dir = repeat_dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -67,7 +77,7 @@ pub fn run(run: &Run) -> Result<()> {
         let started = Instant::now();
         eprintln!("xtask: repeat: run {k} of {repeat}");
         let log = dir.join(format!("run-{k}.log"));
-        let status = run_logged(&mut cargo_test(&run.filters), &log, |line| {
+        let status = run_logged(&mut cargo_test(&run.filters, k)?, &log, |line| {
             tally.line(line);
             // libtest's `test NAME ... ` may begin the same line.
             for marker in [crate::judge::VERDICT, "sky-vm: scenario"] {
@@ -151,7 +161,7 @@ mod tests {
 
     #[test]
     fn the_cargo_command_names_every_target_and_passes_filters_on() {
-        let c = cargo_test(&["gangs".into()]);
+        let c = cargo_test(&["gangs".into()], 0).unwrap();
         let args: Vec<String> = c
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
