@@ -80,7 +80,11 @@ pub fn run(run: &Run) -> Result<()> {
         let status = run_logged(&mut cargo_test(&run.filters, k)?, &log, |line| {
             tally.line(line);
             // libtest's `test NAME ... ` may begin the same line.
-            for marker in [crate::judge::VERDICT, "sky-vm: scenario"] {
+            for marker in [
+                crate::judge::VERDICT,
+                "sky-vm: scenario",
+                "sky-vm: benchmark",
+            ] {
                 if let Some(at) = line.find(marker) {
                     eprintln!("{}", &line[at..]);
                 }
