@@ -117,6 +117,13 @@ enum Cmd {
     },
     /// Everything CI runs: set-up, format, lint, unit and VM tests.
     Test(TestArgs),
+    /// The flake finder's table (as `test --repeat` prints it) from the
+    /// run logs it left, target/repeat/run-K.log, in the order given: runs
+    /// of one commit from more than one sitting make one table.
+    Flakes {
+        #[arg(required = true)]
+        logs: Vec<PathBuf>,
+    },
     /// Build (as you) and install scx_sky: the binaries, the presets,
     /// libsky_pvas with its header and pkg-config file, completions, man
     /// pages, the systemd unit and /etc/default/scx_sky (kept if there).
@@ -352,6 +359,11 @@ fn dispatch(cmd: Cmd) -> Result<()> {
             }
         }
         Cmd::Test(args) => test(&args),
+        Cmd::Flakes { logs } => {
+            let tally = xtask::repeat::Tally::of_logs(&logs)?;
+            println!("{}", tally.table(logs.len() as u32));
+            Ok(())
+        }
         Cmd::Install {
             prefix,
             destdir,

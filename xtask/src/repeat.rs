@@ -98,6 +98,22 @@ impl Tally {
             .collect()
     }
 
+    /// The tally of run logs a `--repeat` left (target/repeat/run-K.log),
+    /// in the order given: runs of one commit from more than one sitting
+    /// make one table.
+    pub fn of_logs(logs: &[std::path::PathBuf]) -> anyhow::Result<Tally> {
+        let mut tally = Tally::default();
+        for (k, log) in (1..).zip(logs) {
+            let text = std::fs::read_to_string(log)
+                .map_err(|e| anyhow::anyhow!("reading the run log {}: {e}", log.display()))?;
+            for line in text.lines() {
+                tally.line(line);
+            }
+            tally.end_run(k);
+        }
+        Ok(tally)
+    }
+
     /// The tables after `runs` runs.
     pub fn table(&self, runs: u32) -> String {
         let mut out = format!(
@@ -123,9 +139,10 @@ impl Tally {
         out.push_str(
             "\nEvery judged figure over every attempt: the bound (a range where it \
              stretches with what the host took), the spread, and the worst value's \
-             distance from the bound (bound/worst for a ceiling, worst/bound for a \
-             floor: above 1 passes).\n\n\
-             | test | figure | basis | bound | min | median | max | worst vs bound | n | past | at |\n\
+             room: how far the worst value stays from the bound, in the figure's \
+             unit (negative: past it), and as a ratio where both are positive \
+             (bound/worst for a ceiling, worst/bound for a floor: above 1 passes).\n\n\
+             | test | figure | basis | bound | min | median | max | room | n | past | at |\n\
              |---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for ((test, figure), s) in &self.figures {
@@ -135,8 +152,8 @@ impl Tally {
             let median = v[v.len() / 2];
             let (lo, hi) = min_max(&s.bounds);
             let (symbol, margin) = match s.op {
-                Op::AtLeast => (">=", ratio(min, lo)),
-                Op::AtMost => ("<=", ratio(hi.min(lo), max)),
+                Op::AtLeast => (">=", room(min, lo)),
+                Op::AtMost => ("<=", room(lo, max)),
             };
             let bound = if (hi - lo).abs() < 1e-9 {
                 format!("{symbol} {}", num(lo))
@@ -166,15 +183,16 @@ fn min_max(v: &[f64]) -> (f64, f64) {
         })
 }
 
-fn ratio(a: f64, b: f64) -> String {
-    if b == 0.0 {
-        if a == 0.0 {
-            "at bound".into()
-        } else {
-            "-".into()
-        }
+/// How far `above` stays over `below` (a floor's worst over its bound, a
+/// ceiling's bound over its worst): the difference, and the ratio where
+/// both are positive. A wait in ticks past a promise is often negative,
+/// where a ratio would say nothing.
+fn room(above: f64, below: f64) -> String {
+    let diff = num(above - below);
+    if above > 0.0 && below > 0.0 {
+        format!("{diff} ({:.2}x)", above / below)
     } else {
-        format!("{:.2}", a / b)
+        diff
     }
 }
 
@@ -250,10 +268,29 @@ mod tests {
         assert!(table.contains("| b | 1/2 | 0 | 1 |"), "{table}");
         // a's three attempts: 40, 60, 95 against <= 80, one past it.
         assert!(
-            table.contains("| a | wait_ms | property | <= 80 | 40 | 60 | 95 | 0.84 | 3 | 1 |"),
+            table.contains(
+                "| a | wait_ms | property | <= 80 | 40 | 60 | 95 | -15 (0.84x) | 3 | 1 |"
+            ),
             "{table}"
         );
         assert!(!table.contains("| result:"), "{table}");
+    }
+
+    #[test]
+    fn logs_tally_as_runs_in_order_and_a_missing_log_is_named() {
+        let dir = std::env::temp_dir().join(format!("sky-flakes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (one, two) = (dir.join("run-1.log"), dir.join("run-2.log"));
+        std::fs::write(&one, format!("test a ... \n{}\n", figure("a", 40.0, 80.0))).unwrap();
+        std::fs::write(&two, "test a ... \n---- a stdout ----\n").unwrap();
+        let table = Tally::of_logs(&[one, two]).unwrap().table(2);
+        assert!(table.contains("| a | 1/2 | 0 | 2 |"), "{table}");
+        let missing = dir.join("run-3.log");
+        let err = Tally::of_logs(std::slice::from_ref(&missing))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -262,6 +299,8 @@ mod tests {
         assert_eq!(num(0.12345), "0.1235");
         assert_eq!(num(61.55), "61.55");
         assert_eq!(num(1234.56), "1234.6");
-        assert_eq!(ratio(0.0, 0.0), "at bound");
+        assert_eq!(room(0.0, 0.0), "0");
+        assert_eq!(room(1.0, 0.8), "0.2000 (1.25x)");
+        assert_eq!(room(6.2, -1.8), "8");
     }
 }
