@@ -532,9 +532,13 @@ rdma_node() {
 	$IP link set eth0 up || return 1
 	/usr/bin/rdma link add rxe0 type rxe netdev eth0 || return 1
 	within 100 rdma_active 1 || { /usr/bin/rdma link show; return 1; }
+	# A hang guard, not a bound: longer than xtask's boot limit (150 s),
+	# so that a peer that hung while booting is booted again, with this
+	# node, instead of this node giving up first (two TCG guests share
+	# two host cores; a run once saw its peer silent past 60 s).
 	seconds=0
 	until ping -c 1 -W 1 "$PEER" >/dev/null 2>&1; do
-		[ "$seconds" -ge 60 ] && { echo "rdma_node: no answer from $PEER in 60 s"; return 1; }
+		[ "$seconds" -ge 300 ] && { echo "rdma_node: no answer from $PEER in 300 s"; return 1; }
 		seconds=$((seconds + 1))
 	done
 	echo "check rdma_node=$SKY_NODE"
