@@ -28,12 +28,6 @@ const STACKED_IDLE_SHARE_MAX: f64 = 0.03;
 /// margin below the worst.
 const ONE_COPY_MIN: f64 = 0.6;
 
-// Benchmark runs per scheduler (`boots::PARTNERS`), each a new pair of
-// processes. The rule fires a few times a boot (0-7 splits and steals
-// with two runs in 16 boots, none in two of them: the members spin and
-// yield more than they sleep, so a wakeup beside a running partner is
-// rare); four runs give the check that it fired twice the chances.
-
 /// The mean one-copy throughput of a part's runs, both sizes.
 fn one_copy_gbps(part: &Part) -> f64 {
     let runs = report::lines_with(part.text, "result workload=pvas-msg ");

@@ -224,8 +224,9 @@ fn cpu_hotplug_under_load_is_handled_in_place() {
 /// 1.7 s. The share passes 1: BPF charges the class everything from the
 /// name to the exit, by the clock from running to stopping, where
 /// `run_ms` is the kernel's count from the first round to the report;
-/// the difference weighs most for a 20 ms process. Eight runs (docs/vm-bounds.md): the 3 s tasks 1.01-1.07, the 20 ms
-/// processes 2.2-4.7.
+/// the difference weighs most for a 20 ms process. Eight runs
+/// (docs/vm-bounds.md): the 3 s tasks 1.01-1.07, the 20 ms processes
+/// 2.2-4.7.
 const HINTED_CHARGED_SHARE: f64 = 0.9;
 
 /// The most of the same share charged to a class no hint names (before
