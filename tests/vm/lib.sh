@@ -145,18 +145,23 @@ start_sched() {
 # overload in TCG the daemon has been seen to answer later than that;
 # each such time leaves a `query timed out` line with where the daemon's
 # threads were, for the logs, rather than failing a scenario that judges
-# something else.
+# something else. Each call has its own output file: scenarios query in
+# the background while the foreground queries too.
 sky_query() {
+	local out
+	out=$(mktemp /tmp/query.XXXXXX)
 	for try in 1 2 3 4 5 6; do
-		if scx_sky "$@" >/tmp/query.out 2>&1; then
-			cat /tmp/query.out
+		if scx_sky "$@" >"$out" 2>&1; then
+			cat "$out"
+			rm -f "$out"
 			return 0
 		fi
-		if ! grep -q 'timed out' /tmp/query.out || [ "$try" = 6 ]; then
-			cat /tmp/query.out
+		if ! grep -q 'timed out' "$out" || [ "$try" = 6 ]; then
+			cat "$out"
+			rm -f "$out"
 			return 1
 		fi
-		echo "query timed out: scx_sky $* (try $try): $(head -1 /tmp/query.out)" >&2
+		echo "query timed out: scx_sky $* (try $try): $(head -1 "$out")" >&2
 		for t in /proc/"$SKY_PID"/task/*; do
 			echo "query timed out:   $(cat "$t/comm" 2>/dev/null) state=$(cut -d' ' -f3 "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)" >&2
 		done
