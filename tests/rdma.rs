@@ -290,13 +290,17 @@ fn the_queue_between_two_guests_moves_every_message_once_across_their_link() {
             line(one, "result workload=rdma-devdax round=pull side=recv ")["medium"],
             "Pmem"
         );
-        // perftest between the two kernels.
+        // perftest between the two kernels. A server may fail after it
+        // served, on calibrating its clock for its own report (the host's
+        // timing, tests/vm/lib.sh `perftest_clock_failed`); the client's
+        // exit and report show the exchange done.
         for test in ["ib_write_bw", "ib_read_bw", "ib_write_lat"] {
             assert_eq!(check(&c1, &format!("{test}_exit")), "0", "{test} client");
-            assert_eq!(
-                check(&c2, &format!("{test}_server_exit")),
-                "0",
-                "{test} server"
+            let server = check(&c2, &format!("{test}_server_exit"));
+            let clock = c2.get(&format!("{test}_server_clock_failed"));
+            assert!(
+                server == "0" || clock.map(String::as_str) == Some("1"),
+                "{test} server: exit {server}, clock failed {clock:?}"
             );
         }
         for test in ["ib_write_bw", "ib_read_bw"] {
