@@ -667,16 +667,16 @@ node_perf() {
 		node_sync "$name-$try" || return 1
 		timeout 120 "$name" -R -d rxe0 -p "$p" "$@" "$PEER" >/tmp/"$name".client 2>&1
 		rc=$?
-		if [ "$rc" != 0 ] && [ "$try" -lt 3 ] && perftest_clock_failed /tmp/"$name".client; then
-			echo "check ${name}_clock_again=$try"
-			cat /tmp/"$name".client
-			node_sync "$name-$try-again" || return 1
-			try=$((try + 1))
-			continue
+		again=
+		if [ "$rc" != 0 ] && [ "$try" -lt 3 ]; then
+			if perftest_clock_failed /tmp/"$name".client; then
+				again=clock_again
+			elif grep -Eq 'RDMA_CM_EVENT_REJECTED|Unexpected CM event .* 8$' /tmp/"$name".client; then
+				again=connect_again
+			fi
 		fi
-		if [ "$rc" != 0 ] && [ "$try" -lt 3 ] &&
-			grep -Eq 'RDMA_CM_EVENT_REJECTED|Unexpected CM event .* 8$' /tmp/"$name".client; then
-			echo "check ${name}_connect_again=$try"
+		if [ -n "$again" ]; then
+			echo "check ${name}_${again}=$try"
 			cat /tmp/"$name".client
 			node_sync "$name-$try-again" || return 1
 			try=$((try + 1))
