@@ -13,7 +13,7 @@
 //! run on its own (`cargo test`), and a second attempt on a busy host
 //! boot alone, as any scenario does.
 
-use super::{note_host_lost, run_scenario_configured, scenario_config, vm_line};
+use super::{note_host_lost, run_scenario_configured, scenario_config, show_if_failed, vm_line};
 use std::path::{Path, PathBuf};
 use xtask::judge;
 use xtask::vm;
@@ -251,6 +251,7 @@ pub fn run_part(part: &Part) -> String {
         &format!("shared boot, {host}"),
     ));
     note_host_lost(field("lost_share").parse().unwrap_or(0.0));
+    show_if_failed(part.scenario, output);
     let status = field("status");
     assert_eq!(
         status,

@@ -1,10 +1,12 @@
 //! The tracepoint observer: judges any scheduler from the kernel's own
 //! sched tracepoints (tracefs), so EEVDF and every sched_ext scheduler
-//! get the same figures: each task's waits (`trace_waits`), where tasks
+//! get the same figures: each task's waits (`trace_waits`, with what the
+//! CPU ran during the longest: `cpu_runs`), where tasks
 //! ran and how long wakes took (`placement`, `slow_wakes`), partners left
 //! waiting beside an idle CPU (`partners`), SMT pairing and gang shares
 //! (`smt_share`, `gang_share`). `sky-work trace-waits` runs it.
 
+pub mod cpu_runs;
 pub mod gang_share;
 pub mod partners;
 pub mod placement;

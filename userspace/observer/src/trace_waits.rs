@@ -6,6 +6,7 @@
 //! schedstat counters a task reads about itself, it sees every single wait
 //! of every task, including one that never ends (reported as open).
 
+use crate::cpu_runs::{CpuRuns, Meanwhile};
 use crate::gang_share::GangShare;
 use crate::group_of;
 use crate::partners::Partners;
@@ -243,6 +244,8 @@ pub struct Wait {
     /// `GAP_NS`: the whole machine stood still (a VM's host thread
     /// descheduled, an emulator pause), which no scheduler can help.
     pub machine_gap_ns: u64,
+    /// What the CPU it ended on ran meanwhile.
+    pub meanwhile: Meanwhile,
 }
 
 const WORST_KEPT: usize = 10;
@@ -300,6 +303,8 @@ pub struct WaitBook {
     /// latency, which a scheduler cannot shorten (under TCG, the time until
     /// the emulator turns to that vCPU).
     pub resched: GroupWaits,
+    /// What each CPU ran lately (for the longest waits).
+    cpu_runs: CpuRuns,
     /// What PM writers' SMT siblings ran (empty without sibling pairs).
     pub smt: SmtShare,
     /// Whether gangs ran in one cache domain (empty without domains).
@@ -486,20 +491,28 @@ impl WaitBook {
                             idle_mark,
                             ts_ns,
                         );
+                        let wait_ns = ts_ns.saturating_sub(since);
+                        let meanwhile = if self.among_worst(wait_ns) {
+                            self.cpu_runs.during(cpu, since, ts_ns)
+                        } else {
+                            Meanwhile::default()
+                        };
                         self.file(Wait {
                             pid: next_pid,
                             comm: next_comm.to_string(),
                             since_ns: since,
-                            wait_ns: ts_ns.saturating_sub(since),
+                            wait_ns,
                             cpu,
                             from_cpu,
                             woken: was_woken,
                             moved_to,
                             during_hotplug: self.hotplug_open || self.last_hotplug_end_ns >= since,
                             machine_gap_ns: self.gaps_since(since),
+                            meanwhile,
                         });
                     }
                 }
+                self.cpu_runs.switched_in(cpu, ts_ns, next_comm);
             }
         }
     }
@@ -513,6 +526,11 @@ impl WaitBook {
             .take_while(|(end, _)| *end > since)
             .map(|(end, len)| (*len).min(end - since))
             .sum()
+    }
+
+    /// Would a wait this long enter the list of the longest?
+    fn among_worst(&self, wait_ns: u64) -> bool {
+        self.worst.len() < WORST_KEPT || self.worst.last().is_some_and(|w| w.wait_ns < wait_ns)
     }
 
     fn file(&mut self, wait: Wait) {
@@ -573,7 +591,8 @@ impl WaitBook {
         out.extend(self.worst.iter().map(|w| {
             format!(
                 "result observer=trace worst pid={} comm={} wait_us={} at_s={:.6} cpu={} \
-                 began={} from_cpu={} moved_to={} during_hotplug={} machine_gap_us={}",
+                 began={} from_cpu={} moved_to={} during_hotplug={} machine_gap_us={} \
+                 cpu_switches={} cpu_longest_run_us={} cpu_longest_by={}",
                 w.pid,
                 w.comm.replace(' ', "_"),
                 w.wait_ns / 1000,
@@ -583,7 +602,14 @@ impl WaitBook {
                 cpu_or_dash(w.from_cpu),
                 cpu_or_dash(w.moved_to),
                 u8::from(w.during_hotplug),
-                w.machine_gap_ns / 1000
+                w.machine_gap_ns / 1000,
+                w.meanwhile.switches,
+                w.meanwhile.longest_run_ns / 1000,
+                if w.meanwhile.longest_by.is_empty() {
+                    "-".to_string()
+                } else {
+                    w.meanwhile.longest_by.replace(' ', "_")
+                }
             )
         }));
         let waits: usize = self.groups.values().map(|g| g.waits_us.len()).sum();

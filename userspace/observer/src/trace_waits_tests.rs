@@ -405,4 +405,29 @@ fn a_worst_wait_names_where_it_began_and_where_the_task_was_moved() {
             && worst[1].contains(" cpu=2 began=woken from_cpu=1 moved_to=- "),
         "{worst:?}"
     );
+    // CPU 6 had switched to nothing traced before: no history to show.
+    assert!(
+        worst[0].ends_with(" cpu_switches=0 cpu_longest_run_us=0 cpu_longest_by=-"),
+        "{worst:?}"
+    );
+}
+
+#[test]
+fn a_worst_wait_says_what_its_cpu_ran_meanwhile() {
+    let b = book(&[
+        switch("1.000000", 3, ("w", 8, "R"), ("hog", 7, 120)),
+        switch("1.040000", 3, ("hog", 7, "R"), ("x", 9, 120)),
+        switch("1.050000", 3, ("x", 9, "S"), ("hog", 7, 120)),
+        switch("1.200000", 3, ("hog", 7, "R"), ("w", 8, 120)),
+    ]);
+    let lines = b.lines();
+    let worst = lines
+        .iter()
+        .find(|l| l.contains(" worst pid=8 "))
+        .expect("w's wait is among the worst");
+    assert!(
+        worst.contains(" wait_us=200000 ")
+            && worst.ends_with(" cpu_switches=2 cpu_longest_run_us=150000 cpu_longest_by=hog"),
+        "{worst}"
+    );
 }
