@@ -72,6 +72,12 @@ struct sky_task {
 	u8 short_task;
 	/* 1: it yielded; the next dispatch gives its CPU to a queued task. */
 	u8 yielded;
+	/*
+	 * 1: it stopped on its CPU without sleeping and has not been queued
+	 * since: if it runs now, the kernel restored it after changing its
+	 * nice, class or affinity (main.bpf.c, sky_running).
+	 */
+	u8 restoring;
 	/* Its waits before each run (stats.bpf.h). */
 	struct sky_wait_hist waits;
 };

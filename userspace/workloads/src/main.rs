@@ -245,6 +245,10 @@ enum Command {
         cpu: usize,
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// The first thread alternates its nice level with the next one
+        /// this often (milliseconds) while it spins.
+        #[arg(long)]
+        renice_first_every_ms: Option<f64>,
     },
     /// Exact run-queue waits of every task, from the kernel's scheduler
     /// tracepoints (tracefs), until SIGINT/SIGTERM or --seconds: per task
@@ -602,7 +606,19 @@ fn run(cli: Cli) -> Result<()> {
             nices,
             cpu,
             seconds,
-        } => println!("{}", share::run(&nices, cpu, secs(seconds)?)?.line()),
+            renice_first_every_ms,
+        } => {
+            let every = match renice_first_every_ms {
+                Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 1e6 => {
+                    Some(Duration::from_secs_f64(ms / 1000.0))
+                }
+                Some(ms) => anyhow::bail!(
+                    "--renice-first-every-ms must be above 0 and at most 1e6, got {ms}"
+                ),
+                None => None,
+            };
+            println!("{}", share::run(&nices, cpu, secs(seconds)?, every)?.line())
+        }
         Command::TraceWaits {
             seconds,
             buffer_mb,
