@@ -89,27 +89,34 @@ static __always_inline struct sky_cpu_run *sky_run_of(s32 cpu)
 	return &sky_cpu_runs[sky_cpu_idx(cpu)];
 }
 
-/* @p starts on @cpu: may a short wakee preempt it, and from when? */
+/*
+ * @p starts on @cpu: may a short wakee preempt it, and from when? A
+ * restore (@restored, main.bpf.c) continues its run: it keeps its claims
+ * and the time its run began, which latency_min_run_ns counts from.
+ */
 static __always_inline void sky_lat_started(struct task_struct *p, struct sky_task *tctx, s32 cpu,
-					    u64 now)
+					    u64 now, bool restored)
 {
 	struct sky_cpu_run *r = sky_run_of(cpu);
 	bool batch =
 		tctx && !tctx->short_task && !((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1);
 
-	if (tctx)
+	if (tctx && !restored) {
 		tctx->yielded = 0;
+		tctx->run_began_ns = now;
+	}
 	/*
 	 * The victim runs again; or it slept instead of coming back, and
 	 * leaves no claim behind.
 	 */
-	r->victim_pid = 0;
+	if (!restored)
+		r->victim_pid = 0;
 	/* Who runs here, for partners.bpf.h too. */
 	r->tgid = p->tgid;
 	r->pid = p->pid;
 	if (!sky_lat_on())
 		return;
-	r->started_ns = batch ? now : 0;
+	r->started_ns = batch ? (tctx ? tctx->run_began_ns : now) : 0;
 	r->vtime = p->scx.dsq_vtime;
 	r->weight = p->scx.weight ?: 1;
 }

@@ -156,7 +156,8 @@ void BPF_STRUCT_OPS(sky_dispatch, s32 cpu, struct task_struct *prev)
  * changed: stopping() and quiescent() without a sleep, runnable(), then
  * running() again on the same CPU, with no enqueue and no slice end
  * between. That is no new start: it keeps its slice, the CPU's vtime clock
- * does not move to it, and no wait or dispatch is counted. Taken as starts,
+ * does not move to it, its run goes on (the latency path's minimum run
+ * counts from its start) and no wait or dispatch is counted. Taken as starts,
  * a task renicing itself every millisecond kept its CPU for many slices
  * (each restore a fresh slice, and a clock that followed it alone) while
  * its neighbour waited 35 ms between runs against 4 ms beside a plain
@@ -184,7 +185,7 @@ void BPF_STRUCT_OPS(sky_running, struct task_struct *p)
 		sky_vtime_started(p, tctx, cpu, now);
 		sky_load_started(cpu);
 	}
-	sky_lat_started(p, tctx, cpu, now);
+	sky_lat_started(p, tctx, cpu, now, restored);
 	sky_smt_started(cpu, p, now);
 	if (!restored)
 		scx_bpf_task_set_slice(p, sky_slice_for(cpu));
@@ -380,9 +381,15 @@ void BPF_STRUCT_OPS(sky_enable, struct task_struct *p)
 	SKY_CFG_PIN();
 	struct sky_task *tctx = sky_task_of(p);
 
-	/* Back from another class: a wait begun before it left is over. */
-	if (tctx)
+	/*
+	 * Back from another class: a wait begun before it left is over, and
+	 * its next run is a start, not a restore (it may have left scx while
+	 * running, which set restoring).
+	 */
+	if (tctx) {
 		tctx->queued_at_ns = 0;
+		tctx->restoring = 0;
+	}
 	sky_vtime_enable(p, tctx);
 }
 

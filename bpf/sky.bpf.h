@@ -50,6 +50,8 @@ struct sky_task {
 	u64 queued_at_ns;
 	/* When it last started running: its run time is charged from this. */
 	u64 started_at_ns;
+	/* When its run on the CPU began: a restore (main.bpf.c) continues it. */
+	u64 run_began_ns;
 	/* Cache pressure on last_cpu and on its LLC when the task left them. */
 	u64 left_cpu_pressure;
 	u64 left_llc_pressure;

@@ -1016,6 +1016,19 @@ fn nice_weights_hold_and_every_preset_is_healthy() {
         };
         let (plain, plain_line) = neighbour_wait("plain");
         let (reniced, reniced_line) = neighbour_wait("reniced");
+        // The renicing spinner still gets what its two weights say: a
+        // scheduler that starved it would shorten its neighbour's waits.
+        let (got, want) = (
+            stat(&reniced_line, "share_ratio"),
+            stat(&reniced_line, "weight_ratio"),
+        );
+        at_most(
+            "reniced_share_vs_weights_off",
+            (got / want - 1.0).abs(),
+            0.10,
+            Basis::Property,
+            format_args!("the renicing spinner got {got:.2}x its neighbour's CPU, its weights say {want:.2}x: {reniced_line:?}"),
+        );
         at_most(
             "renice_neighbour_wait_vs_plain",
             reniced / plain.max(1.0),
