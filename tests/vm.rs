@@ -423,22 +423,30 @@ fn full_class_and_gang_maps_are_survived_and_recovered_from() {
     });
 }
 
-/// The scan VM test's bounds, each the scanning run's figure against the
-/// baseline's in the same boot (the same daemon with nothing to scan):
-/// the statistics round trips' median and longest (40 of them), and
-/// SIGTERM to the daemon's detach. Under TCG both runs' figures move with
-/// the host's speed together; a scan that held up an answer or the exit
-/// (a pass lists 10 000 threads in 40-60 ms of CPU) shows as the ratio,
-/// not as milliseconds. Five runs of the old form, scanning / baseline:
-/// the longest round trip 42.6-54.7 / 35.5-61.0 ms (medians 12.1-13.1 in
-/// both), the detach 17.1-22.5 / 8.4-25.1 ms. As ratios, eight runs
-/// (docs/vm-bounds.md): the median 0.71-1.33, the longest 0.94-2.63, the
-/// detach 0.49-2.56; the bounds are about 1.5 times the worst of them,
-/// and a scan on the daemon's run loop, as before its feeds worker (a
-/// median of 370 ms, a detach of 386 ms), is 20-30 times the baseline.
+/// The scan VM test's bounds, each a figure of the scanning run against
+/// one of the baseline's in the same boot (the same daemon with nothing to
+/// scan). Under TCG both runs move with the host's speed together; a scan
+/// that held up an answer or the exit (a pass lists 10 000 threads in
+/// 40-60 ms of CPU) shows as the ratio, not as milliseconds.
+/// - The statistics round trips' median and longest (40 of them) against
+///   the baseline's. Five runs of the old form, scanning / baseline: the
+///   longest 42.6-54.7 / 35.5-61.0 ms (medians 12.1-13.1 in both). As
+///   ratios, 26 runs (docs/vm-bounds.md): the median 0.71-1.33, the
+///   longest 0.56-2.63.
+/// - SIGTERM to the daemon's detach against the baseline's SIGTERM to
+///   sched_ext disabled, which holds its own detach and the kernel's
+///   moving every task back (some 95 ms of the 10 000 idle threads, alike
+///   in both runs). Against the baseline's detach alone (4-25 ms, one
+///   sample a run, a few ticks of TCG jitter) the ratio ran 0.44-2.56 in
+///   fifteen runs and 4.44 in the sixteenth (a baseline of 4.1 ms);
+///   against the disable, 0.033-0.112 in ten runs and 0.185 in that one.
+///
+/// A scan on the daemon's run loop, as before its feeds worker (a median
+/// of 370 ms, a detach of 386 ms), is 20-30 times the baseline's round
+/// trips and about 4 times its disable.
 const SCAN_STATS_P50_RATIO: f64 = 2.0;
 const SCAN_STATS_MAX_RATIO: f64 = 4.0;
-const SCAN_DETACH_RATIO: f64 = 4.0;
+const SCAN_DETACH_VS_DISABLE: f64 = 1.0;
 
 /// The daemon answers while it has much to scan (tests/vm/scan.sh: 10 000
 /// idle threads listed with their cgroups as often as the worker's budget
@@ -487,9 +495,9 @@ fn stats_and_sigterm_are_answered_while_scanning() {
             );
         }
         at_most(
-            "detach_vs_baseline",
-            stat(&term, "detached_ms") / stat(&base_term, "detached_ms"),
-            SCAN_DETACH_RATIO,
+            "detach_vs_baseline_disable",
+            stat(&term, "detached_ms") / stat(&base_term, "disabled_ms"),
+            SCAN_DETACH_VS_DISABLE,
             Basis::SameBoot,
             &context,
         );
